@@ -1,0 +1,45 @@
+# minigrad: `make demo` runs the main job, `make test` builds and runs the tests.
+# Each target installs what it needs on a fresh Debian/Ubuntu machine (fmt, doctest).
+BUILD ?= build
+SAN_BUILD ?= build-sanitize
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: all deps build test demo sanitize bench clean
+
+all: build
+
+# fmt and doctest from the distribution, installed only where missing.
+deps:
+	@missing=""; \
+	for p in libfmt-dev doctest-dev; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
+	fi
+
+build: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# The main job: train the MLP sample (on the GPU where one is present, else the CPU).
+demo: build
+	$(BUILD)/train_mlp
+
+# The tests under AddressSanitizer + UndefinedBehaviorSanitizer, leaks included.
+sanitize: deps
+	cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DMINIGRAD_SANITIZE=ON -DMINIGRAD_CUDA=OFF \
+	  -DMINIGRAD_BUILD_SAMPLES=OFF
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
+
+bench: build
+	$(BUILD)/bench_overhead
+
+clean:
+	rm -rf $(BUILD) $(SAN_BUILD)

@@ -1,0 +1,61 @@
+#include "core/shape.h"
+
+#include <fmt/ranges.h>
+
+namespace minigrad {
+
+int64_t shape_numel(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape strides(sizes.size());
+  int64_t running = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    strides[i] = running;
+    running *= std::max<int64_t>(sizes[i], 1);
+  }
+  return strides;
+}
+
+std::string shape_str(const Shape& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
+  const int64_t lo = ndim == 0 ? -1 : -ndim;  // a 0-d tensor accepts dim 0 and -1, like PyTorch
+  const int64_t hi = ndim == 0 ? 0 : ndim - 1;
+  MG_CHECK(dim >= lo && dim <= hi, "{}: dim {} is out of range for a {}-D tensor (expected [{}, {}])", op, dim,
+           ndim, lo, hi);
+  return dim < 0 ? dim + std::max<int64_t>(ndim, 1) : dim;
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  const size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t sa = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t sb = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    MG_CHECK(sa == sb || sa == 1 || sb == 1,
+             "{}: shapes {} and {} do not broadcast (dim {}: {} vs {})", op, shape_str(a), shape_str(b), i, sa, sb);
+    out[i] = sa == 1 ? sb : sa;
+  }
+  return out;
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& sizes) {
+  const size_t n = sizes.size();
+  const size_t k = static_cast<size_t>(t.dim());
+  MG_CHECK(k <= n, "broadcast: a {}-D tensor cannot broadcast to {}", k, shape_str(sizes));
+  Shape strides(n, 0);
+  for (size_t i = 0; i < k; ++i) {
+    const size_t d = n - k + i;
+    const int64_t s = t.sizes()[i];
+    MG_CHECK(s == sizes[d] || s == 1, "broadcast: shape {} does not broadcast to {}", shape_str(t.sizes()),
+             shape_str(sizes));
+    strides[d] = (s == 1 && sizes[d] != 1) ? 0 : t.strides()[i];
+  }
+  return strides;
+}
+
+}  // namespace minigrad

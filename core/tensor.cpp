@@ -1,0 +1,175 @@
+// Tensor metadata, raw aliases and copies: everything about a Tensor that is not an op.
+#include "core/tensor.h"
+
+#include "core/shape.h"
+#include "core/strided_loop.h"
+
+namespace minigrad {
+
+int64_t Tensor::size(int64_t dim) const { return impl_->sizes[static_cast<size_t>(wrap_dim(dim, this->dim(), "size"))]; }
+
+int64_t Tensor::stride(int64_t dim) const {
+  return impl_->strides[static_cast<size_t>(wrap_dim(dim, this->dim(), "stride"))];
+}
+
+// Row-major with no gaps. Dims of size 1 may have any stride (they are never stepped over).
+bool Tensor::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = impl_->sizes.size(); i-- > 0;) {
+    const int64_t s = impl_->sizes[i];
+    if (s == 0) return true;
+    if (s != 1 && impl_->strides[i] != expected) return false;
+    expected *= s;
+  }
+  return true;
+}
+
+Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset) {
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = t.storage();
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->offset = offset;
+  impl->dtype = t.dtype();
+  return Tensor(std::move(impl));
+}
+
+namespace {
+
+// Value conversion between any two element types. The half types go through float.
+template <typename To, typename From>
+inline To convert(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>)
+      return static_cast<float>(v) != 0.0f;
+    else
+      return v != From(0);
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    return To(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    return static_cast<To>(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+// dst[i] = convert(src[i]) over dst's shape, src broadcast to it, any strides.
+void cpu_copy_convert(const Tensor& dst, const Tensor& src) {
+  const Shape src_strides = broadcast_strides(src, dst.sizes());
+  dispatch_all(dst.dtype(), [&](auto dst_tag) {
+    using dst_t = decltype(dst_tag);
+    dispatch_all(src.dtype(), [&](auto src_tag) {
+      using src_t = decltype(src_tag);
+      dst_t* pd = static_cast<dst_t*>(dst.raw_data());
+      const src_t* ps = static_cast<const src_t*>(src.raw_data());
+      if (src.sizes() == dst.sizes() && src.is_contiguous() && dst.is_contiguous()) {
+        const int64_t n = dst.numel();
+        for (int64_t i = 0; i < n; ++i) pd[i] = convert<dst_t>(ps[i]);
+        return;
+      }
+      for_each_offset<2>(dst.sizes(), {dst.strides().data(), src_strides.data()},
+                         [&](const std::array<int64_t, 2>& o) { pd[o[0]] = convert<dst_t>(ps[o[1]]); });
+    });
+  });
+}
+
+// copy_into without the version bump: copy_as fills a tensor nobody has seen yet.
+void copy_values(const Tensor& dst, const Tensor& src) {
+  MG_CHECK(dst.defined() && src.defined(), "copy_: undefined tensor");
+  if (dst.device().is_cpu() && src.device().is_cpu()) {
+    cpu_copy_convert(dst, src);
+  } else {
+    // Across devices the bytes move as they are: contiguous, same dtype and shape. A
+    // conversion or a strided copy happens on the CPU side (the CUDA backend adds kernels).
+    const bool plain = src.sizes() == dst.sizes() && src.dtype() == dst.dtype() && src.is_contiguous() &&
+                       dst.is_contiguous();
+    if (plain) {
+      copy_bytes(dst.raw_data(), dst.device(), src.raw_data(), src.device(),
+                 static_cast<size_t>(dst.numel()) * dst.element_size());
+    } else if (dst.device().is_cpu()) {
+      cpu_copy_convert(dst, copy_as(src, src.dtype(), kCPU));
+    } else {
+      MG_CHECK(src.device().is_cpu() || src.is_contiguous(),
+               "copy_: a strided copy from {} needs the CUDA backend", src.device());
+      Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()));
+      cpu_copy_convert(staged, src.device().is_cpu() ? src : copy_as(src, src.dtype(), kCPU));
+      MG_CHECK(dst.is_contiguous(), "copy_: a strided copy into {} needs the CUDA backend", dst.device());
+      copy_bytes(dst.raw_data(), dst.device(), staged.raw_data(), kCPU,
+                 static_cast<size_t>(dst.numel()) * dst.element_size());
+    }
+  }
+}
+
+}  // namespace
+
+void copy_into(const Tensor& dst, const Tensor& src) {
+  copy_values(dst, src);
+  bump_version(dst);
+}
+
+Tensor copy_as(const Tensor& t, DType dtype, Device device) {
+  Tensor out = empty(t.sizes(), TensorOptions(dtype).device(device));
+  if (t.device() != device && !t.device().is_cpu() && !device.is_cpu())
+    copy_values(out, copy_as(t, t.dtype(), kCPU));  // between two GPUs: stage through the host
+  else
+    copy_values(out, t);
+  return out;
+}
+
+template <typename T>
+T Tensor::item() const {
+  MG_CHECK(defined(), "item: undefined tensor");
+  MG_CHECK(numel() == 1, "item: only a one-element tensor has an item; this one has shape {} ({} elements)",
+           shape_str(sizes()), numel());
+  Tensor host = device().is_cpu() ? *this : copy_as(*this, dtype(), kCPU);
+  return dispatch_all(dtype(), [&](auto tag) -> T {
+    using src_t = decltype(tag);
+    return convert<T>(*static_cast<const src_t*>(host.raw_data()));
+  });
+}
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  MG_CHECK(defined(), "to_vector: undefined tensor");
+  Tensor host = copy_as(*this, dtype_of<T>::value, kCPU);
+  const T* p = static_cast<const T*>(host.raw_data());
+  return std::vector<T>(p, p + host.numel());
+}
+
+template float Tensor::item<float>() const;
+template double Tensor::item<double>() const;
+template int64_t Tensor::item<int64_t>() const;
+template bool Tensor::item<bool>() const;
+template Half Tensor::item<Half>() const;
+template BFloat16 Tensor::item<BFloat16>() const;
+template std::vector<float> Tensor::to_vector<float>() const;
+template std::vector<double> Tensor::to_vector<double>() const;
+template std::vector<int64_t> Tensor::to_vector<int64_t>() const;
+template std::vector<Half> Tensor::to_vector<Half>() const;
+template std::vector<BFloat16> Tensor::to_vector<BFloat16>() const;
+
+// std::vector<bool> is bit-packed, so bool gets its own loop.
+template <>
+std::vector<bool> Tensor::to_vector<bool>() const {
+  MG_CHECK(defined(), "to_vector: undefined tensor");
+  Tensor host = copy_as(*this, kBool, kCPU);
+  const bool* p = static_cast<const bool*>(host.raw_data());
+  return std::vector<bool>(p, p + host.numel());
+}
+
+Tensor& Tensor::requires_grad_(bool requires_grad) {
+  MG_CHECK(is_leaf(), "requires_grad_: only a leaf can be marked; this tensor was made by an op (use detach())");
+  MG_CHECK(!requires_grad || is_floating(dtype()),
+           "requires_grad_: only floating-point tensors can require gradients, this one is {}", dtype());
+  impl_->requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::detach() const {
+  Tensor out = as_strided(*this, sizes(), strides(), storage_offset());
+  return out;
+}
+
+}  // namespace minigrad

@@ -1,0 +1,224 @@
+#pragma once
+// Tensor: a handle to a TensorImpl (shared storage + sizes, strides, offset, dtype) plus
+// the autograd metadata the tape needs (requires_grad, grad, grad_fn).
+//
+// Copying a Tensor copies the handle, not the data, as in PyTorch. Views (view, transpose,
+// slice, expand, ...) are new TensorImpls over the same Storage, which keeps the version
+// counter, so an in-place change through any of them is seen by the autograd checks.
+//
+// Member functions that do math or build views are differentiable ops: they are declared
+// here and defined in ops/ (one library), so `x.transpose(0, 1).sum()` records on the tape.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/storage.h"
+
+namespace minigrad {
+
+using Shape = std::vector<int64_t>;
+class Tensor;
+using tensor_list = std::vector<Tensor>;
+struct TensorImpl;
+
+namespace autograd {
+class Node;
+}
+
+// Options for the creation functions: randn({2, 3}, dtype(kFloat64).requires_grad(true)).
+struct TensorOptions {
+  DType dtype_ = kFloat32;
+  Device device_ = kCPU;
+  bool requires_grad_ = false;
+
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}  // NOLINT: implicit, as in PyTorch
+  TensorOptions(Device d) : device_(d) {}  // NOLINT
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
+  TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
+};
+inline TensorOptions dtype(DType d) { return TensorOptions().dtype(d); }
+inline TensorOptions device(Device d) { return TensorOptions().device(d); }
+inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  TensorImpl* impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+  // ---- metadata ----
+  const Shape& sizes() const;
+  const Shape& strides() const;
+  int64_t size(int64_t dim) const;    // negative dims count from the end
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const;
+  int64_t numel() const;
+  DType dtype() const;
+  Device device() const;
+  int64_t storage_offset() const;
+  bool is_contiguous() const;
+  const std::shared_ptr<Storage>& storage() const;
+  size_t element_size() const { return minigrad::element_size(dtype()); }
+
+  // ---- data ----
+  // Typed pointer to the first element (storage offset applied). Checks the dtype.
+  template <typename T>
+  T* data_ptr() const;
+  void* raw_data() const;  // untyped pointer to the first element
+  // The value of a one-element tensor, converted to T. Copies to the host when needed.
+  template <typename T = double>
+  T item() const;
+  // All elements in logical (row-major) order, converted to T. For tests and printing.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  // ---- autograd ----
+  bool requires_grad() const;
+  Tensor& requires_grad_(bool requires_grad = true);
+  bool is_leaf() const;
+  const Tensor& grad() const;   // undefined until a backward reaches this leaf
+  Tensor& mutable_grad();       // for optimizers: x.mutable_grad() = Tensor();
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  uint32_t output_nr() const;
+  // Reverse-mode gradient of this tensor. `gradient` may be omitted for a one-element tensor.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;        // same storage and version counter, no history
+  uint64_t version() const;     // bumped by every in-place change of the storage
+
+  // ---- copies and conversion (differentiable) ----
+  Tensor to(DType dtype) const;
+  Tensor to(Device device) const;
+  Tensor cpu() const { return to(kCPU); }
+  Tensor cuda(int index = 0) const { return to(Device::cuda(index)); }
+  Tensor clone() const;
+  Tensor contiguous() const;    // `this` when already contiguous
+
+  // ---- views (differentiable; share storage) ----
+  Tensor view(const Shape& shape) const;     // needs compatible strides; -1 infers one size
+  Tensor reshape(const Shape& shape) const;  // a view when possible, else a copy
+  Tensor flatten() const { return reshape({-1}); }
+  Tensor transpose(int64_t dim0, int64_t dim1) const;
+  Tensor t() const;                          // 2-D transpose
+  Tensor permute(const Shape& dims) const;
+  Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
+  Tensor select(int64_t dim, int64_t index) const;
+  Tensor expand(const Shape& sizes) const;   // -1 keeps a size
+  Tensor squeeze() const;
+  Tensor squeeze(int64_t dim) const;
+  Tensor unsqueeze(int64_t dim) const;
+
+  // ---- reductions (differentiable) ----
+  Tensor sum() const;
+  Tensor sum(const Shape& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const Shape& dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(int64_t dim, bool keepdim = false) const;
+
+  // ---- in-place (bump the version counter; refused by autograd while recording) ----
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& add_(double other);
+  Tensor& mul_(const Tensor& other);
+  Tensor& mul_(double other);
+  Tensor& zero_();
+  Tensor& fill_(double value);
+  Tensor& masked_fill_(const Tensor& mask, double value);
+  Tensor& copy_(const Tensor& src);  // broadcasts src to this tensor's shape
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+struct TensorImpl {
+  std::shared_ptr<Storage> storage;
+  Shape sizes;
+  Shape strides;          // in elements
+  int64_t offset = 0;     // in elements
+  DType dtype = kFloat32;
+
+  // autograd
+  bool requires_grad = false;                   // set on leaves by the user
+  std::shared_ptr<autograd::Node> grad_fn;      // the op that made this tensor (non-leaf)
+  uint32_t output_nr = 0;                       // which output of grad_fn
+  Tensor grad;                                  // accumulated gradient (leaves)
+  std::weak_ptr<autograd::Node> grad_accumulator;  // weak: the accumulator holds the leaf
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int64_t s : sizes) n *= s;
+    return n;
+  }
+};
+
+// ---- inline metadata accessors ----
+inline const Shape& Tensor::sizes() const { return impl_->sizes; }
+inline const Shape& Tensor::strides() const { return impl_->strides; }
+inline int64_t Tensor::dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
+inline int64_t Tensor::numel() const { return impl_->numel(); }
+inline DType Tensor::dtype() const { return impl_->dtype; }
+inline Device Tensor::device() const { return impl_->storage->device(); }
+inline int64_t Tensor::storage_offset() const { return impl_->offset; }
+inline const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
+inline void* Tensor::raw_data() const {
+  return static_cast<char*>(impl_->storage->data()) +
+         impl_->offset * static_cast<int64_t>(minigrad::element_size(impl_->dtype));
+}
+template <typename T>
+T* Tensor::data_ptr() const {
+  MG_CHECK(dtype_of<T>::value == dtype(), "data_ptr: tensor has dtype {}, asked for {}", dtype(),
+           dtype_of<T>::value);
+  return static_cast<T*>(raw_data());
+}
+inline bool Tensor::requires_grad() const { return impl_->requires_grad || impl_->grad_fn != nullptr; }
+inline bool Tensor::is_leaf() const { return impl_->grad_fn == nullptr; }
+inline const Tensor& Tensor::grad() const { return impl_->grad; }
+inline Tensor& Tensor::mutable_grad() { return impl_->grad; }
+inline const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const { return impl_->grad_fn; }
+inline uint32_t Tensor::output_nr() const { return impl_->output_nr; }
+inline uint64_t Tensor::version() const { return impl_->storage->version(); }
+
+// ---- creation (core/creation.cpp) ----
+Tensor empty(const Shape& sizes, TensorOptions options = {});
+Tensor zeros(const Shape& sizes, TensorOptions options = {});
+Tensor ones(const Shape& sizes, TensorOptions options = {});
+Tensor full(const Shape& sizes, double value, TensorOptions options = {});
+Tensor empty_like(const Tensor& t);
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+Tensor scalar_tensor(double value, TensorOptions options = {});
+// [start, end) in steps of `step`; int64 unless options say otherwise.
+Tensor arange(double start, double end, double step = 1.0, TensorOptions options = TensorOptions(kInt64));
+Tensor arange(int64_t end, TensorOptions options = TensorOptions(kInt64));
+// Uniform in [0, 1) and standard normal, from the default generator (core/generator.h).
+Tensor rand(const Shape& sizes, TensorOptions options = {});
+Tensor randn(const Shape& sizes, TensorOptions options = {});
+// A tensor holding a copy of `values`, in the dtype of T unless options name another.
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& sizes);
+template <typename T>
+Tensor from_vector(const std::vector<T>& values, const Shape& sizes, TensorOptions options);
+// tensor({1.f, -2.f, 3.f}) : a 1-D float32 tensor.
+Tensor tensor(std::initializer_list<float> values, TensorOptions options = {});
+Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
+
+// ---- raw views and copies, no autograd (core/tensor.cpp); ops build on these ----
+// An alias of `t` with other sizes/strides/offset: same storage (so same version counter).
+Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int64_t offset);
+// Copies src (broadcast to dst's shape, any strides, any dtype) into dst. Bumps dst's version.
+void copy_into(const Tensor& dst, const Tensor& src);
+// A new contiguous tensor equal to t, converted to dtype on device. Never aliases t.
+Tensor copy_as(const Tensor& t, DType dtype, Device device);
+// Marks an in-place write: bumps the version counter shared by t and its views.
+inline void bump_version(const Tensor& t) { t.storage()->bump_version(); }
+
+}  // namespace minigrad

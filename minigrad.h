@@ -1,0 +1,11 @@
+#pragma once
+// One include for users: #include "minigrad.h"
+#include "autograd/engine.h"
+#include "autograd/function.h"
+#include "autograd/grad_mode.h"
+#include "autograd/gradcheck.h"
+#include "core/generator.h"
+#include "core/print.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+#include "ops/ops.h"

@@ -1,0 +1,170 @@
+// Arithmetic with NumPy broadcasting: add, sub, mul, div, their tensor-scalar forms, and
+// rsub / rdiv (scalar on the left).
+//
+// Each op is a Function: forward runs the CPU kernel (a formula handed to binary_float_op
+// or unary_float_op from ops/cpu_loops.h), backward turns the output's gradient into the
+// inputs' gradients with the public ops. Broadcasting in forward means summing in
+// backward: an input of shape [3] added to one of shape [2, 3] was used twice, so its
+// gradient is the sum of the two rows of the output's gradient (sum_to does that).
+#include "autograd/function.h"
+#include "ops/cpu_loops.h"
+#include "ops/ops.h"
+
+namespace minigrad {
+namespace {
+
+// The gradient of an input that was broadcast to the output's shape: summed back down to
+// the input's own shape. Undefined when that input needs no gradient, so no work is done.
+Tensor input_grad(const Context& ctx, size_t input, const Tensor& grad_of_output, const Shape& input_sizes) {
+  if (!ctx.needs_input_grad(input)) return Tensor();
+  return sum_to(grad_of_output, input_sizes);
+}
+
+// Add and Sub need only the inputs' shapes in backward (the derivative is +-1), so they
+// keep the shapes, not the tensors: the inputs' memory can be freed after forward.
+void save_input_sizes(Context& ctx, const Tensor& a, const Tensor& b) {
+  ctx.saved_data["self_sizes"] = a.sizes();
+  ctx.saved_data["other_sizes"] = b.sizes();
+}
+
+// ---- tensor (op) tensor ----
+
+struct Add : Function<Add> {
+  static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float_op("add", a, b, [](auto x, auto y) { return x + y; });
+    save_input_sizes(ctx, a, b);
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor& grad = grad_outputs[0];
+    return {input_grad(ctx, 0, grad, ctx.saved_data["self_sizes"].toShape()),
+            input_grad(ctx, 1, grad, ctx.saved_data["other_sizes"].toShape())};
+  }
+};
+
+struct Sub : Function<Sub> {
+  static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float_op("sub", a, b, [](auto x, auto y) { return x - y; });
+    save_input_sizes(ctx, a, b);
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor& grad = grad_outputs[0];
+    Tensor grad_b = ctx.needs_input_grad(1) ? neg(grad) : Tensor();
+    return {input_grad(ctx, 0, grad, ctx.saved_data["self_sizes"].toShape()),
+            input_grad(ctx, 1, grad_b, ctx.saved_data["other_sizes"].toShape())};
+  }
+};
+
+// d(a*b)/da = b and d(a*b)/db = a: each input's gradient needs the other input.
+struct Mul : Function<Mul> {
+  static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float_op("mul", a, b, [](auto x, auto y) { return x * y; });
+    ctx.save_for_backward({a, b});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor& grad = grad_outputs[0];
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& a = saved[0];
+    const Tensor& b = saved[1];
+    return {ctx.needs_input_grad(0) ? sum_to(mul(grad, b), a.sizes()) : Tensor(),
+            ctx.needs_input_grad(1) ? sum_to(mul(grad, a), b.sizes()) : Tensor()};
+  }
+};
+
+// d(a/b)/da = 1/b and d(a/b)/db = -a/b^2 = -(1/b) * (a/b): both share grad/b.
+struct Div : Function<Div> {
+  static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float_op("div", a, b, [](auto x, auto y) { return x / y; });
+    ctx.save_for_backward({a, b});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& a = saved[0];
+    const Tensor& b = saved[1];
+    const Tensor grad_over_b = div(grad_outputs[0], b);
+    return {ctx.needs_input_grad(0) ? sum_to(grad_over_b, a.sizes()) : Tensor(),
+            ctx.needs_input_grad(1) ? sum_to(neg(mul(grad_over_b, div(a, b))), b.sizes()) : Tensor()};
+  }
+};
+
+// ---- tensor (op) scalar, and scalar (op) tensor ----
+// The scalar is a double argument of forward: it needs no gradient, so backward returns
+// Tensor() in its place. It takes the tensor's dtype (float32 math for float32 tensors).
+
+struct AddScalar : Function<AddScalar> {
+  static Tensor forward(Context&, const Tensor& x, double scalar) {
+    return unary_float_op("add", x, [scalar](auto v) { return v + decltype(v)(scalar); });
+  }
+  static tensor_list backward(Context&, tensor_list grad_outputs) { return {grad_outputs[0], Tensor()}; }
+};
+
+struct SubScalar : Function<SubScalar> {
+  static Tensor forward(Context&, const Tensor& x, double scalar) {
+    return unary_float_op("sub", x, [scalar](auto v) { return v - decltype(v)(scalar); });
+  }
+  static tensor_list backward(Context&, tensor_list grad_outputs) { return {grad_outputs[0], Tensor()}; }
+};
+
+struct MulScalar : Function<MulScalar> {
+  static Tensor forward(Context& ctx, const Tensor& x, double scalar) {
+    ctx.saved_data["scalar"] = scalar;
+    return unary_float_op("mul", x, [scalar](auto v) { return v * decltype(v)(scalar); });
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {mul(grad_outputs[0], ctx.saved_data["scalar"].toDouble()), Tensor()};
+  }
+};
+
+// Not MulScalar with 1/scalar: x / 3 and x * (1/3) round differently.
+struct DivScalar : Function<DivScalar> {
+  static Tensor forward(Context& ctx, const Tensor& x, double scalar) {
+    ctx.saved_data["scalar"] = scalar;
+    return unary_float_op("div", x, [scalar](auto v) { return v / decltype(v)(scalar); });
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {div(grad_outputs[0], ctx.saved_data["scalar"].toDouble()), Tensor()};
+  }
+};
+
+// scalar - x: the arguments keep the public function's order, so backward's gradient
+// list does too (nothing for the scalar, then x's).
+struct RSub : Function<RSub> {
+  static Tensor forward(Context&, double scalar, const Tensor& x) {
+    return unary_float_op("rsub", x, [scalar](auto v) { return decltype(v)(scalar) - v; });
+  }
+  static tensor_list backward(Context&, tensor_list grad_outputs) { return {Tensor(), neg(grad_outputs[0])}; }
+};
+
+// scalar / x, whose derivative is -scalar / x^2.
+struct RDiv : Function<RDiv> {
+  static Tensor forward(Context& ctx, double scalar, const Tensor& x) {
+    Tensor out = unary_float_op("rdiv", x, [scalar](auto v) { return decltype(v)(scalar) / v; });
+    ctx.save_for_backward({x});
+    ctx.saved_data["scalar"] = scalar;
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor x = ctx.saved_tensors()[0];
+    const double scalar = ctx.saved_data["scalar"].toDouble();
+    return {Tensor(), mul(grad_outputs[0], rdiv(-scalar, mul(x, x)))};
+  }
+};
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) { return Add::apply(a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return Sub::apply(a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return Mul::apply(a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return Div::apply(a, b); }
+
+Tensor add(const Tensor& a, double b) { return AddScalar::apply(a, b); }
+Tensor sub(const Tensor& a, double b) { return SubScalar::apply(a, b); }
+Tensor mul(const Tensor& a, double b) { return MulScalar::apply(a, b); }
+Tensor div(const Tensor& a, double b) { return DivScalar::apply(a, b); }
+Tensor rsub(double a, const Tensor& b) { return RSub::apply(a, b); }
+Tensor rdiv(double a, const Tensor& b) { return RDiv::apply(a, b); }
+
+}  // namespace minigrad

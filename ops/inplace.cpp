@@ -1,0 +1,224 @@
+// In-place updates: Tensor::add_, mul_, zero_, fill_, masked_fill_, copy_.
+//
+// They write into the tensor's own memory, through its own strides (so they work on views
+// and write through to the base), and bump the version counter shared by the storage and
+// its views: a tensor saved for backward and changed afterwards is then caught when
+// backward reads it (AutogradContext::saved_tensors).
+//
+// They are not recorded on the tape. While grad mode is on, a tensor that requires grad is
+// refused, as self or as the other operand: the tape would otherwise hold a history that no
+// longer matches the data. Optimizers update parameters under NoGradGuard, where it is allowed.
+#include <cmath>
+#include <type_traits>
+
+#include "autograd/grad_mode.h"
+#include "ops/cpu_loops.h"
+#include "ops/ops.h"
+
+namespace minigrad {
+namespace {
+
+// The type an element is computed in: float16 and bfloat16 through float (one rounding,
+// back to the storage type at the end), every other type as itself.
+template <typename T>
+struct compute_type {
+  using type = T;
+};
+template <>
+struct compute_type<Half> {
+  using type = float;
+};
+template <>
+struct compute_type<BFloat16> {
+  using type = float;
+};
+
+// ---- checks: each names the op and the argument ----
+
+// `out_of_place` is the recorded alternative the message suggests, e.g. "add()".
+void check_not_recording(const char* op, const char* out_of_place, const char* arg, const Tensor& t) {
+  MG_CHECK(!(GradMode::is_enabled() && t.requires_grad()),
+           "{}: in-place ops on a tensor that requires grad are not recorded by autograd (argument '{}' "
+           "requires grad); use {}, or update under NoGradGuard",
+           op, arg, out_of_place);
+}
+
+// The tensor being written. An expanded view (stride 0 over a size > 1) maps several
+// elements to one memory location, and an in-place write would update it several times.
+void check_writable(const char* op, const char* out_of_place, const Tensor& self) {
+  check_defined(op, "self", self);
+  check_not_recording(op, out_of_place, "self", self);
+  for (int64_t d = 0; d < self.dim(); ++d)
+    MG_CHECK(self.stride(d) != 0 || self.size(d) <= 1,
+             "{}: argument 'self' is an expanded view (stride 0 in dim {}): several of its elements share "
+             "memory, so an in-place write is ambiguous; write into a contiguous() copy",
+             op, d);
+}
+
+// `other` must broadcast to exactly self's shape: self's shape cannot change in place.
+void check_broadcasts_to_self(const char* op, const char* arg, const Tensor& other, const Tensor& self) {
+  bool broadcasts = other.dim() <= self.dim();
+  for (int64_t i = 1; broadcasts && i <= other.dim(); ++i)
+    broadcasts = other.size(-i) == self.size(-i) || other.size(-i) == 1;
+  MG_CHECK(broadcasts, "{}: argument '{}' of shape {} does not broadcast to the shape {} of 'self'", op, arg,
+           shape_str(other.sizes()), shape_str(self.sizes()));
+}
+
+// A tensor the op reads while writing self, checked, and safe to read: if it shares
+// memory with self (x.add_(x.t())), elements would be read after they were overwritten,
+// so the op reads a copy instead.
+Tensor checked_operand(const char* op, const char* out_of_place, const char* arg, const Tensor& other,
+                       const Tensor& self) {
+  check_defined(op, arg, other);
+  check_not_recording(op, out_of_place, arg, other);
+  check_broadcasts_to_self(op, arg, other, self);
+  return other.storage() == self.storage() ? copy_as(other, other.dtype(), other.device()) : other;
+}
+
+// A double scalar written into (or combined with) an int64 tensor must be a whole number
+// in int64's range: 2.5 has no int64 value, and truncating it silently would hide a bug.
+void check_scalar_fits(const char* op, const char* arg, double value, const Tensor& self) {
+  if (self.dtype() != kInt64) return;
+  // 2^63 is exactly representable as a double; int64's range is [-2^63, 2^63).
+  const double two_pow_63 = 9223372036854775808.0;
+  MG_CHECK(std::trunc(value) == value && value >= -two_pow_63 && value < two_pow_63,
+           "{}: argument '{}' is {}, which an int64 tensor cannot hold", op, arg, value);
+}
+
+// The value of a double scalar in element type T (checked by check_scalar_fits first).
+template <typename T>
+T scalar_as(double value) {
+  if constexpr (std::is_same_v<T, bool>)
+    return value != 0.0;
+  else
+    return static_cast<T>(value);
+}
+
+// ---- kernels ----
+
+// Calls f(T{}) for the types arithmetic makes sense on: floating types and int64, not bool.
+template <typename F>
+void dispatch_arithmetic(const char* op, const Tensor& self, F&& f) {
+  dispatch_all(self.dtype(), [&](auto tag) {
+    if constexpr (std::is_same_v<decltype(tag), bool>)
+      MG_CHECK(false, "{}: argument 'self' has dtype bool; {} needs a floating-point or int64 tensor", op, op);
+    else
+      f(tag);
+  });
+}
+
+// self[i] = f(self[i]), computed in compute_type.
+template <typename F>
+void update_each(const char* op, const Tensor& self, F f) {
+  check_cpu(op, "self", self);
+  dispatch_arithmetic(op, self, [&](auto tag) {
+    using scalar_t = decltype(tag);
+    using compute_t = typename compute_type<scalar_t>::type;
+    cpu_map<scalar_t, scalar_t>(self, self, [&](scalar_t s) { return scalar_t(f(compute_t(s))); });
+  });
+}
+
+// self[i] = f(self[i], other[i]) with other broadcast to self's shape. Reading and
+// writing self at the same element in one step is safe: each element is read once, first.
+template <typename F>
+void update_each_with(const char* op, const Tensor& self, const Tensor& other, F f) {
+  check_cpu(op, "self", self);
+  check_same_device(op, "self", self, "other", other);
+  check_same_dtype(op, "self", self, "other", other);
+  dispatch_arithmetic(op, self, [&](auto tag) {
+    using scalar_t = decltype(tag);
+    using compute_t = typename compute_type<scalar_t>::type;
+    cpu_map<scalar_t, scalar_t, scalar_t>(self, self, other, [&](scalar_t s, scalar_t o) {
+      return scalar_t(f(compute_t(s), compute_t(o)));
+    });
+  });
+}
+
+// self[i] = value (where mask[i], if a mask is given), for every dtype.
+void fill_where(const char* op, const Tensor& self, double value, const Tensor& mask) {
+  check_cpu(op, "self", self);
+  dispatch_all(self.dtype(), [&](auto tag) {
+    using scalar_t = decltype(tag);
+    const scalar_t fill_value = scalar_as<scalar_t>(value);
+    if (mask.defined())
+      cpu_map<scalar_t, scalar_t, bool>(self, self, mask, [fill_value](scalar_t s, bool m) { return m ? fill_value : s; });
+    else
+      cpu_map<scalar_t, scalar_t>(self, self, [fill_value](scalar_t) { return fill_value; });
+  });
+}
+
+}  // namespace
+
+Tensor& Tensor::add_(const Tensor& other, double alpha) {
+  check_writable("add_", "add()", *this);
+  const Tensor operand = checked_operand("add_", "add()", "other", other, *this);
+  check_scalar_fits("add_", "alpha", alpha, *this);
+  update_each_with("add_", *this, operand, [alpha](auto s, auto o) {
+    using compute_t = decltype(s);
+    return s + compute_t(alpha) * o;
+  });
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::add_(double other) {
+  check_writable("add_", "add()", *this);
+  check_scalar_fits("add_", "other", other, *this);
+  update_each("add_", *this, [other](auto s) { return s + decltype(s)(other); });
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::mul_(const Tensor& other) {
+  check_writable("mul_", "mul()", *this);
+  const Tensor operand = checked_operand("mul_", "mul()", "other", other, *this);
+  update_each_with("mul_", *this, operand, [](auto s, auto o) { return s * o; });
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::mul_(double other) {
+  check_writable("mul_", "mul()", *this);
+  check_scalar_fits("mul_", "other", other, *this);
+  update_each("mul_", *this, [other](auto s) { return s * decltype(s)(other); });
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::zero_() {
+  check_writable("zero_", "zeros_like()", *this);
+  fill_where("zero_", *this, 0.0, Tensor());
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::fill_(double value) {
+  check_writable("fill_", "full_like()", *this);
+  check_scalar_fits("fill_", "value", value, *this);
+  fill_where("fill_", *this, value, Tensor());
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
+  check_writable("masked_fill_", "where()", *this);
+  const Tensor checked_mask = checked_operand("masked_fill_", "where()", "mask", mask, *this);
+  MG_CHECK(checked_mask.dtype() == kBool, "masked_fill_: expected argument 'mask' to have dtype bool, got {}",
+           checked_mask.dtype());
+  check_same_device("masked_fill_", "self", *this, "mask", checked_mask);
+  check_scalar_fits("masked_fill_", "value", value, *this);
+  fill_where("masked_fill_", *this, value, checked_mask);
+  bump_version(*this);
+  return *this;
+}
+
+// Any dtype to any dtype, any device to any device: copy_into does the conversion and the
+// transfer, and bumps the version itself (so this does not bump it a second time).
+Tensor& Tensor::copy_(const Tensor& src) {
+  check_writable("copy_", "clone() or to()", *this);
+  const Tensor source = checked_operand("copy_", "clone() or to()", "src", src, *this);
+  copy_into(*this, source);
+  return *this;
+}
+
+}  // namespace minigrad

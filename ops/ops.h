@@ -1,0 +1,109 @@
+#pragma once
+// The public ops. Each is a Function<T> (forward + backward) with a CPU reference kernel;
+// one file per op family in ops/ holds the public function, the Function subclass and the
+// kernel together. Same-dtype rule: binary ops take two tensors of one dtype (a mismatch
+// is a clear error, not a silent promotion); a double scalar takes the tensor's dtype.
+#include <limits>
+
+#include "core/tensor.h"
+
+namespace minigrad {
+
+// ---- arithmetic with broadcasting (ops/binary.cpp) ----
+Tensor add(const Tensor& a, const Tensor& b);
+Tensor sub(const Tensor& a, const Tensor& b);
+Tensor mul(const Tensor& a, const Tensor& b);
+Tensor div(const Tensor& a, const Tensor& b);
+Tensor add(const Tensor& a, double b);
+Tensor sub(const Tensor& a, double b);
+Tensor mul(const Tensor& a, double b);
+Tensor div(const Tensor& a, double b);
+Tensor rsub(double a, const Tensor& b);  // a - b
+Tensor rdiv(double a, const Tensor& b);  // a / b
+
+inline Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+inline Tensor operator+(const Tensor& a, double b) { return add(a, b); }
+inline Tensor operator-(const Tensor& a, double b) { return sub(a, b); }
+inline Tensor operator*(const Tensor& a, double b) { return mul(a, b); }
+inline Tensor operator/(const Tensor& a, double b) { return div(a, b); }
+inline Tensor operator+(double a, const Tensor& b) { return add(b, a); }
+inline Tensor operator-(double a, const Tensor& b) { return rsub(a, b); }
+inline Tensor operator*(double a, const Tensor& b) { return mul(b, a); }
+inline Tensor operator/(double a, const Tensor& b) { return rdiv(a, b); }
+
+// ---- elementwise math (ops/unary.cpp) ----
+Tensor neg(const Tensor& x);
+inline Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor exp(const Tensor& x);
+Tensor log(const Tensor& x);
+Tensor sqrt(const Tensor& x);
+Tensor erf(const Tensor& x);
+Tensor tanh(const Tensor& x);
+Tensor sigmoid(const Tensor& x);
+Tensor abs(const Tensor& x);
+Tensor pow(const Tensor& x, double exponent);
+Tensor pow(const Tensor& x, const Tensor& exponent);  // broadcasting
+// Limits may be +-infinity for a one-sided clamp. Gradient 1 inside [min, max], 0 outside.
+Tensor clamp(const Tensor& x, double min, double max);
+inline Tensor clamp_min(const Tensor& x, double min) { return clamp(x, min, std::numeric_limits<double>::infinity()); }
+inline Tensor clamp_max(const Tensor& x, double max) { return clamp(x, -std::numeric_limits<double>::infinity(), max); }
+
+// ---- comparisons, returning bool tensors (no gradient), and where (ops/compare.cpp) ----
+Tensor eq(const Tensor& a, const Tensor& b);
+Tensor ne(const Tensor& a, const Tensor& b);
+Tensor lt(const Tensor& a, const Tensor& b);
+Tensor le(const Tensor& a, const Tensor& b);
+Tensor gt(const Tensor& a, const Tensor& b);
+Tensor ge(const Tensor& a, const Tensor& b);
+Tensor eq(const Tensor& a, double b);
+Tensor ne(const Tensor& a, double b);
+Tensor lt(const Tensor& a, double b);
+Tensor le(const Tensor& a, double b);
+Tensor gt(const Tensor& a, double b);
+Tensor ge(const Tensor& a, double b);
+inline Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+inline Tensor operator==(const Tensor& a, double b) { return eq(a, b); }
+inline Tensor operator!=(const Tensor& a, double b) { return ne(a, b); }
+inline Tensor operator<(const Tensor& a, double b) { return lt(a, b); }
+inline Tensor operator<=(const Tensor& a, double b) { return le(a, b); }
+inline Tensor operator>(const Tensor& a, double b) { return gt(a, b); }
+inline Tensor operator>=(const Tensor& a, double b) { return ge(a, b); }
+// cond ? a : b elementwise, broadcasting all three; differentiable in a and b.
+Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+
+// ---- reductions (ops/reduce.cpp) ----
+Tensor sum(const Tensor& x);
+Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor mean(const Tensor& x);
+Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
+Tensor max(const Tensor& x);                                // over all elements
+Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // int64, no gradient
+// Sums a broadcast gradient back down to `shape` (the backward of broadcasting).
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+// ---- matmul (ops/matmul.cpp): 1-D, 2-D and batched with broadcast batch dims ----
+Tensor matmul(const Tensor& a, const Tensor& b);
+
+// ---- softmax family (ops/softmax.cpp) ----
+Tensor softmax(const Tensor& x, int64_t dim);
+Tensor log_softmax(const Tensor& x, int64_t dim);
+
+// ---- activations: the seed's custom Functions (ops/relu.cpp, ops/gelu.cpp) ----
+Tensor relu(const Tensor& x);
+enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf
+Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
+
+// ---- copies (ops/copy.cpp) ----
+Tensor to_dtype(const Tensor& x, DType dtype);
+Tensor to_device(const Tensor& x, Device device);
+
+}  // namespace minigrad

@@ -1,0 +1,213 @@
+// Elementwise math: neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp.
+//
+// Each op is a Function whose forward is one formula handed to unary_float_op (float32 and
+// float64 computed directly, float16/bfloat16 through float) and whose backward is the
+// derivative written with the public ops. What forward saves is whatever makes the
+// derivative cheapest: exp, sqrt, tanh and sigmoid have derivatives that are simple
+// functions of their own output (exp' = exp, tanh' = 1 - tanh^2, ...), so they save the
+// output and backward recomputes nothing expensive; the others save the input.
+#include <cmath>
+
+#include "autograd/function.h"
+#include "ops/cpu_loops.h"
+#include "ops/ops.h"
+
+namespace minigrad {
+namespace {
+
+// 2/sqrt(pi): d/dx erf(x) = 2/sqrt(pi) * exp(-x^2).
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+
+// `values` where `keep` is true and 0 elsewhere (broadcasting). where(), not values * mask:
+// a masked-out Inf or NaN must give 0, and Inf * 0 would be NaN.
+Tensor keep_where(const Tensor& keep, const Tensor& values) { return where(keep, values, zeros_like(values)); }
+
+struct Neg : Function<Neg> {
+  static Tensor forward(Context&, const Tensor& x) {
+    return unary_float_op("neg", x, [](auto v) { return -v; });
+  }
+  static tensor_list backward(Context&, tensor_list grad_outputs) { return {neg(grad_outputs[0])}; }
+};
+
+struct Exp : Function<Exp> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("exp", x, [](auto v) { return std::exp(v); });
+    ctx.save_for_backward({out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {mul(grad_outputs[0], ctx.saved_tensors()[0])};
+  }
+};
+
+struct Log : Function<Log> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("log", x, [](auto v) { return std::log(v); });
+    ctx.save_for_backward({x});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {div(grad_outputs[0], ctx.saved_tensors()[0])};
+  }
+};
+
+// d/dx sqrt(x) = 1 / (2 sqrt(x)).
+struct Sqrt : Function<Sqrt> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("sqrt", x, [](auto v) { return std::sqrt(v); });
+    ctx.save_for_backward({out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {div(grad_outputs[0], mul(ctx.saved_tensors()[0], 2.0))};
+  }
+};
+
+struct Erf : Function<Erf> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("erf", x, [](auto v) { return std::erf(v); });
+    ctx.save_for_backward({x});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor x = ctx.saved_tensors()[0];
+    return {mul(grad_outputs[0], mul(exp(neg(mul(x, x))), kTwoOverSqrtPi))};
+  }
+};
+
+// d/dx tanh(x) = 1 - tanh(x)^2.
+struct Tanh : Function<Tanh> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("tanh", x, [](auto v) { return std::tanh(v); });
+    ctx.save_for_backward({out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor out = ctx.saved_tensors()[0];
+    return {mul(grad_outputs[0], rsub(1.0, mul(out, out)))};
+  }
+};
+
+// sigmoid(x) = 1 / (1 + exp(-x)); its derivative is sigmoid(x) * (1 - sigmoid(x)).
+// For x -> -inf, exp(-x) overflows to inf and the quotient is 0: the right limit.
+struct Sigmoid : Function<Sigmoid> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("sigmoid", x, [](auto v) {
+      using T = decltype(v);
+      return T(1) / (T(1) + std::exp(-v));
+    });
+    ctx.save_for_backward({out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor out = ctx.saved_tensors()[0];
+    return {mul(grad_outputs[0], mul(out, rsub(1.0, out)))};
+  }
+};
+
+// d/dx |x| = sign(x), taken as 0 at x = 0 (as PyTorch does): the subgradient that leaves
+// a parameter sitting exactly at 0 where it is.
+struct Abs : Function<Abs> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("abs", x, [](auto v) { return std::abs(v); });
+    ctx.save_for_backward({x});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor x = ctx.saved_tensors()[0];
+    const Tensor sign = sub(gt(x, 0.0).to(x.dtype()), lt(x, 0.0).to(x.dtype()));
+    return {mul(grad_outputs[0], sign)};
+  }
+};
+
+// d/dx x^p = p * x^(p-1). For p = 0 the output is the constant 1 and the gradient is 0,
+// also at x = 0, where the formula would give 0 * 0^-1 = 0 * inf = NaN.
+struct PowScalar : Function<PowScalar> {
+  static Tensor forward(Context& ctx, const Tensor& x, double exponent) {
+    Tensor out = unary_float_op("pow", x, [exponent](auto v) { return std::pow(v, decltype(v)(exponent)); });
+    ctx.save_for_backward({x});
+    ctx.saved_data["exponent"] = exponent;
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor x = ctx.saved_tensors()[0];
+    const double exponent = ctx.saved_data["exponent"].toDouble();
+    if (exponent == 0.0) return {zeros_like(x), Tensor()};
+    return {mul(grad_outputs[0], mul(pow(x, exponent - 1.0), exponent)), Tensor()};
+  }
+};
+
+// x^e with both broadcast. d/dx = e * x^(e-1); d/de = x^e * log(x). Two special points,
+// defined as PyTorch defines them:
+// - e = 0: x^0 = 1 is constant in x, so d/dx is 0, also at x = 0 where e * x^(e-1)
+//   would be 0 * inf = NaN.
+// - x = 0: log(0) = -inf, but 0^e is flat in e for e > 0 and the exponent's gradient is
+//   taken as 0 for e >= 0. Replacing log(0) by 0 does that (x^e is 0 or 1 there, finite),
+//   while e < 0 (x^e = inf) still gives NaN.
+struct PowTensor : Function<PowTensor> {
+  static Tensor forward(Context& ctx, const Tensor& x, const Tensor& exponent) {
+    // Checked here first so the messages call the second argument 'exponent', not 'other'.
+    check_defined("pow", "self", x);
+    check_defined("pow", "exponent", exponent);
+    check_same_dtype("pow", "self", x, "exponent", exponent);
+    Tensor out = binary_float_op("pow", x, exponent, [](auto v, auto e) { return std::pow(v, e); });
+    ctx.save_for_backward({x, exponent, out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor& grad = grad_outputs[0];
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& x = saved[0];
+    const Tensor& exponent = saved[1];
+    const Tensor& out = saved[2];
+    Tensor grad_x, grad_exponent;
+    if (ctx.needs_input_grad(0)) {
+      const Tensor slope = keep_where(ne(exponent, 0.0), mul(exponent, pow(x, sub(exponent, 1.0))));
+      grad_x = sum_to(mul(grad, slope), x.sizes());
+    }
+    if (ctx.needs_input_grad(1)) {
+      const Tensor log_x_or_zero = keep_where(ne(x, 0.0), log(x));
+      grad_exponent = sum_to(mul(grad, mul(out, log_x_or_zero)), exponent.sizes());
+    }
+    return {grad_x, grad_exponent};
+  }
+};
+
+// clamp(x) = min(max(x, lo), hi), PyTorch's definition: NaN stays NaN (both comparisons
+// are false), and lo > hi gives hi everywhere. The gradient passes where lo <= x <= hi.
+struct Clamp : Function<Clamp> {
+  static Tensor forward(Context& ctx, const Tensor& x, double min, double max) {
+    Tensor out = unary_float_op("clamp", x, [min, max](auto v) {
+      using T = decltype(v);
+      const T at_least_min = v < T(min) ? T(min) : v;
+      return at_least_min > T(max) ? T(max) : at_least_min;
+    });
+    ctx.save_for_backward({x});
+    ctx.saved_data["min"] = min;
+    ctx.saved_data["max"] = max;
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor x = ctx.saved_tensors()[0];
+    const Tensor& grad = grad_outputs[0];
+    const Tensor above_min = ge(x, ctx.saved_data["min"].toDouble());
+    const Tensor below_max = le(x, ctx.saved_data["max"].toDouble());
+    return {keep_where(above_min, keep_where(below_max, grad)), Tensor(), Tensor()};
+  }
+};
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return Neg::apply(x); }
+Tensor exp(const Tensor& x) { return Exp::apply(x); }
+Tensor log(const Tensor& x) { return Log::apply(x); }
+Tensor sqrt(const Tensor& x) { return Sqrt::apply(x); }
+Tensor erf(const Tensor& x) { return Erf::apply(x); }
+Tensor tanh(const Tensor& x) { return Tanh::apply(x); }
+Tensor sigmoid(const Tensor& x) { return Sigmoid::apply(x); }
+Tensor abs(const Tensor& x) { return Abs::apply(x); }
+Tensor pow(const Tensor& x, double exponent) { return PowScalar::apply(x, exponent); }
+Tensor pow(const Tensor& x, const Tensor& exponent) { return PowTensor::apply(x, exponent); }
+Tensor clamp(const Tensor& x, double min, double max) { return Clamp::apply(x, min, max); }
+
+}  // namespace minigrad

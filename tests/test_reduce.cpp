@@ -1,0 +1,257 @@
+// Reductions: sum, mean, max, argmax, sum_to. Expected values come from reduction_groups
+// (tests/reference_indexing.h): plain loops over to_vector<double>() data.
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <vector>
+
+#include "tests/reference_indexing.h"
+#include "tests/test_support.h"
+
+using namespace minigrad;
+using namespace minigrad::test;
+
+namespace {
+
+using GroupFn = std::function<double(const std::vector<double>&)>;
+
+// The reduction of x over `dims` (non-negative; empty = all), each output element computed
+// by `combine` from the input values of its group.
+Tensor reference_reduce(const Tensor& x, Shape dims, bool keepdim, const GroupFn& combine) {
+  if (dims.empty())
+    for (int64_t d = 0; d < x.dim(); ++d) dims.push_back(d);
+  const std::vector<double> values = x.to_vector<double>();
+  std::vector<double> out;
+  for (const std::vector<int64_t>& group : reduction_groups(x.sizes(), dims)) {
+    std::vector<double> group_values;
+    for (int64_t i : group) group_values.push_back(values[static_cast<size_t>(i)]);
+    out.push_back(combine(group_values));
+  }
+  Shape out_sizes;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    bool is_reduced = false;
+    for (int64_t r : dims) is_reduced = is_reduced || r == d;
+    if (!is_reduced)
+      out_sizes.push_back(x.size(d));
+    else if (keepdim)
+      out_sizes.push_back(1);
+  }
+  return float64_tensor(out, out_sizes);
+}
+
+double group_sum(const std::vector<double>& v) {
+  double s = 0.0;
+  for (double x : v) s += x;
+  return s;
+}
+double group_mean(const std::vector<double>& v) { return group_sum(v) / static_cast<double>(v.size()); }
+// The first maximum; a NaN anywhere wins (the first NaN).
+int64_t group_argmax(const std::vector<double>& v) {
+  int64_t best = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (std::isnan(v[i])) return static_cast<int64_t>(i);
+    if (v[i] > v[static_cast<size_t>(best)]) best = static_cast<int64_t>(i);
+  }
+  return best;
+}
+double group_max(const std::vector<double>& v) { return v[static_cast<size_t>(group_argmax(v))]; }
+
+Tensor randn64(const Shape& sizes) { return randn(sizes, kFloat64); }
+
+}  // namespace
+
+TEST_CASE("sum and mean match the reference over every dims list, keepdim or not") {
+  manual_seed(1);
+  Tensor x = randn64({2, 3, 4});
+  const std::vector<std::pair<Shape, Shape>> dims_and_wrapped = {
+      {{}, {}}, {{0}, {0}}, {{1}, {1}}, {{-1}, {2}}, {{0, 2}, {0, 2}}, {{-1, 0}, {2, 0}}, {{0, 1, 2}, {0, 1, 2}}};
+  for (const auto& [dims, wrapped] : dims_and_wrapped) {
+    for (bool keepdim : {false, true}) {
+      INFO("dims " << shape_str(dims) << " keepdim " << keepdim);
+      CHECK_ALLCLOSE(sum(x, dims, keepdim), reference_reduce(x, wrapped, keepdim, group_sum), 1e-12, 1e-12);
+      CHECK_ALLCLOSE(mean(x, dims, keepdim), reference_reduce(x, wrapped, keepdim, group_mean), 1e-12, 1e-12);
+      CHECK_ALLCLOSE(x.sum(dims, keepdim), reference_reduce(x, wrapped, keepdim, group_sum), 1e-12, 1e-12);
+      CHECK_ALLCLOSE(x.mean(dims, keepdim), reference_reduce(x, wrapped, keepdim, group_mean), 1e-12, 1e-12);
+    }
+  }
+  CHECK(sum(x).dim() == 0);
+  CHECK(x.sum().item() == doctest::Approx(group_sum(x.to_vector<double>())).epsilon(1e-12));
+  CHECK(x.mean().item() == doctest::Approx(group_mean(x.to_vector<double>())).epsilon(1e-12));
+}
+
+TEST_CASE("reductions read non-contiguous inputs through their strides") {
+  manual_seed(2);
+  Tensor base = randn64({4, 3, 5});
+  Tensor transposed = base.transpose(0, 2);        // [5, 3, 4]
+  Tensor sliced = base.slice(2, 1, 5, 2);          // [4, 3, 2], every other column
+  Tensor expanded = randn64({3, 1}).expand({2, 3, 4});  // stride 0 dims
+  for (const Tensor& x : {transposed, sliced, expanded}) {
+    REQUIRE(!x.is_contiguous());
+    CHECK_ALLCLOSE(sum(x, {1}), reference_reduce(x, {1}, false, group_sum), 1e-12, 1e-12);
+    CHECK_ALLCLOSE(sum(x, {0, 2}, true), reference_reduce(x, {0, 2}, true, group_sum), 1e-12, 1e-12);
+    CHECK_ALLCLOSE(mean(x, {-1}), reference_reduce(x, {2}, false, group_mean), 1e-12, 1e-12);
+    CHECK_ALLCLOSE(max(x, 0), reference_reduce(x, {0}, false, group_max), 0.0, 0.0);
+    CHECK_ALLCLOSE(max(x, -1, true), reference_reduce(x, {2}, true, group_max), 0.0, 0.0);
+    CHECK(max(x).item() == group_max(x.to_vector<double>()));
+  }
+}
+
+TEST_CASE("max and argmax pick the first maximum and propagate NaN") {
+  Tensor x = float64_tensor({1, 3, 3, 5, 5, 2}, {2, 3});
+  CHECK(argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(argmax(x, 0).to_vector<int64_t>() == std::vector<int64_t>{1, 1, 0});
+  CHECK(argmax(x, -1, true).sizes() == Shape{2, 1});
+  CHECK(argmax(x, 1).dtype() == kInt64);
+  CHECK(max(x, 1).to_vector<double>() == std::vector<double>{3, 5});
+  CHECK(max(x, 0, true).sizes() == Shape{1, 3});
+  CHECK(max(x).item() == 5.0);
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor with_nan = float64_tensor({1, nan, 3, nan, 0, 7}, {2, 3});
+  CHECK(argmax(with_nan, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
+  CHECK(std::isnan(max(with_nan, 1).to_vector<double>()[0]));
+  CHECK(std::isnan(max(with_nan).item()));
+
+  const double inf = std::numeric_limits<double>::infinity();
+  Tensor all_minus_inf = float64_tensor({-inf, -inf, -inf}, {3});
+  CHECK(argmax(all_minus_inf, 0).item<int64_t>() == 0);
+  CHECK(max(all_minus_inf).item() == -inf);
+
+  Tensor ints = from_vector<int64_t>({4, -9, 4, 12}, {2, 2});
+  CHECK(max(ints, 1).to_vector<int64_t>() == std::vector<int64_t>{4, 12});
+  CHECK(argmax(ints, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 1});
+}
+
+TEST_CASE("the gradient of max flows to the first maximum only") {
+  Tensor x = float64_tensor({1, 3, 3, 5, 5, 2}, {2, 3}).requires_grad_();
+  max(x, 1).sum().backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 1, 0, 0});
+
+  Tensor y = float64_tensor({2, 7, 7, 1}, {4}).requires_grad_();
+  (max(y) * 3.0).backward();
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 3, 0, 0});
+}
+
+TEST_CASE("gradcheck: sum, mean and max, any dims, keepdim, non-contiguous inputs") {
+  manual_seed(3);
+  Tensor x = randn64({2, 3, 4}).requires_grad_();
+  for (bool keepdim : {false, true}) {
+    CAPTURE(keepdim);
+    CHECK_GRADCHECK([&](const tensor_list& t) { return sum(t[0], {1}, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return sum(t[0], {-1, 0}, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return mean(t[0], {-2}, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return mean(t[0], {}, keepdim); }, tensor_list{x});
+    // Random normal values have no ties, so max is differentiable at x.
+    CHECK_GRADCHECK([&](const tensor_list& t) { return max(t[0], -1, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return max(t[0], 0, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return sum(t[0].transpose(0, 2), {0}, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return max(t[0].slice(2, 0, 4, 2), 1, keepdim); }, tensor_list{x});
+  }
+  CHECK_GRADCHECK([](const tensor_list& t) { return sum(t[0]); }, tensor_list{x});
+  CHECK_GRADCHECK([](const tensor_list& t) { return t[0].mean(); }, tensor_list{x});
+  CHECK_GRADCHECK([](const tensor_list& t) { return t[0].max(); }, tensor_list{x});
+  CHECK_GRADCHECK([](const tensor_list& t) { return t[0].transpose(1, 2).max(); }, tensor_list{x});
+  // A non-contiguous leaf: the analytical pass reads it through its strides.
+  Tensor strided_leaf = randn64({4, 3}).t().detach().requires_grad_();
+  REQUIRE(!strided_leaf.is_contiguous());
+  CHECK_GRADCHECK([](const tensor_list& t) { return sum(t[0], {0}); }, tensor_list{strided_leaf});
+  CHECK_GRADCHECK([](const tensor_list& t) { return max(t[0], 1); }, tensor_list{strided_leaf});
+}
+
+TEST_CASE("sum_to sums broadcast dims back down") {
+  manual_seed(4);
+  Tensor x = randn64({2, 3, 4});
+  CHECK(sum_to(x, {2, 3, 4}).is_same(x));
+  CHECK_ALLCLOSE(sum_to(x, {4}), reference_reduce(x, {0, 1}, false, group_sum), 1e-12, 1e-12);
+  CHECK_ALLCLOSE(sum_to(x, {3, 1}), reference_reduce(x, {0, 2}, true, group_sum).reshape({3, 1}), 1e-12, 1e-12);
+  CHECK_ALLCLOSE(sum_to(x, {1, 1, 4}), reference_reduce(x, {0, 1}, true, group_sum), 1e-12, 1e-12);
+  CHECK_ALLCLOSE(sum_to(x, {}), reference_reduce(x, {}, false, group_sum), 1e-12, 1e-12);
+  // Size-1 dims of x stay: [2, 1, 4] -> [1, 4] only drops the leading dim.
+  Tensor y = randn64({2, 1, 4});
+  CHECK_ALLCLOSE(sum_to(y, {1, 4}), reference_reduce(y, {0}, false, group_sum), 1e-12, 1e-12);
+
+  Tensor leaf = x.detach().requires_grad_();
+  CHECK_GRADCHECK([](const tensor_list& t) { return sum_to(t[0], {3, 1}); }, tensor_list{leaf});
+  CHECK_GRADCHECK([](const tensor_list& t) { return sum_to(t[0], {4}); }, tensor_list{leaf});
+
+  CHECK_THROWS_CONTAINING(sum_to(x, {1, 2, 3, 4}), "sum_to: cannot sum 'self' of shape [2, 3, 4]");
+  CHECK_THROWS_CONTAINING(sum_to(x, {2, 4}), "sum_to: shape [2, 4] does not broadcast");
+}
+
+TEST_CASE("sums accumulate in double: float32 does not lose small addends") {
+  // 2^24 + 1 == 2^24 in float32: a float32 accumulator would drop every one of the ones.
+  std::vector<float> values(1001, 1.0f);
+  values[0] = 16777216.0f;
+  Tensor x = from_vector(values, {1001});
+  CHECK(sum(x).dtype() == kFloat32);
+  CHECK(sum(x).item() == 16778216.0);
+  CHECK(mean(x).item<float>() == static_cast<float>(16778216.0 / 1001.0));
+
+  manual_seed(5);
+  Tensor y = randn({3, 50, 7});
+  CHECK_ALLCLOSE(sum(y, {1}), reference_reduce(y, {1}, false, group_sum).to(kFloat32), 1e-6, 1e-6);
+  CHECK_ALLCLOSE(max(y, 2), reference_reduce(y, {2}, false, group_max).to(kFloat32), 0.0, 0.0);
+}
+
+TEST_CASE("float16 and bfloat16 reduce by upcasting to float32") {
+  manual_seed(6);
+  for (DType half : {kFloat16, kBFloat16}) {
+    CAPTURE(half);
+    Tensor x = randn({4, 6}).to(half);
+    Tensor s = sum(x, {1});
+    CHECK(s.dtype() == half);
+    // The reference reads the same rounded inputs; the result is rounded once to 8 or 11 bits.
+    CHECK_ALLCLOSE(s, reference_reduce(x, {1}, false, group_sum), 1e-2, 2e-2);
+    CHECK_ALLCLOSE(mean(x, {0}), reference_reduce(x, {0}, false, group_mean), 1e-2, 1e-2);
+    CHECK_ALLCLOSE(max(x, 1), reference_reduce(x, {1}, false, group_max), 0.0, 0.0);
+    const GroupFn first_max_index = [](const std::vector<double>& v) { return static_cast<double>(group_argmax(v)); };
+    CHECK(argmax(x, 0).to_vector<double>() == reference_reduce(x, {0}, false, first_max_index).to_vector<double>());
+  }
+}
+
+TEST_CASE("integer and bool sums return int64") {
+  Tensor ints = from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(sum(ints).dtype() == kInt64);
+  CHECK(sum(ints).item<int64_t>() == 21);
+  CHECK(sum(ints, {0}).to_vector<int64_t>() == std::vector<int64_t>{5, 7, 9});
+  Tensor flags = from_vector<bool>({true, false, true, true}, {4});
+  CHECK(sum(flags).dtype() == kInt64);
+  CHECK(sum(flags).item<int64_t>() == 3);
+}
+
+TEST_CASE("empty tensors: sum is 0, mean is NaN, max is an error") {
+  Tensor empty_rows = zeros({0, 3}, kFloat64);
+  CHECK(sum(empty_rows).item() == 0.0);
+  CHECK(sum(empty_rows, {0}).to_vector<double>() == std::vector<double>{0, 0, 0});
+  CHECK(sum(empty_rows, {1}).sizes() == Shape{0});
+  CHECK(std::isnan(mean(empty_rows).item()));
+  CHECK(max(empty_rows, 1).sizes() == Shape{0});
+  CHECK_THROWS_CONTAINING(max(empty_rows), "max: the input 'self' is empty (shape [0, 3])");
+  CHECK_THROWS_CONTAINING(max(empty_rows, 0), "max: cannot reduce over dim 0 of size 0");
+  CHECK_THROWS_CONTAINING(argmax(empty_rows, 0), "argmax: cannot reduce over dim 0 of size 0");
+
+  Tensor leaf = zeros({0, 3}, kFloat64).requires_grad_();
+  sum(leaf, {1}).sum().backward();
+  CHECK(leaf.grad().sizes() == Shape{0, 3});
+}
+
+TEST_CASE("0-d tensors reduce to themselves") {
+  Tensor s = scalar_tensor(2.5, kFloat64);
+  CHECK(sum(s).item() == 2.5);
+  CHECK(sum(s, {0}).dim() == 0);
+  CHECK(mean(s, {-1}, true).item() == 2.5);
+  CHECK(max(s).item() == 2.5);
+  CHECK(max(s, 0).dim() == 0);
+  CHECK(argmax(s, 0).item<int64_t>() == 0);
+}
+
+TEST_CASE("reduction errors name the op and the argument") {
+  Tensor x = zeros({2, 3}, kFloat64);
+  CHECK_THROWS_CONTAINING(sum(x, {1, -1}), "sum: dim 1 appears more than once in the argument 'dim'");
+  CHECK_THROWS_CONTAINING(mean(x, {0, 0}), "mean: dim 0 appears more than once");
+  CHECK_THROWS_CONTAINING(sum(x, {2}), "sum: dim 2 is out of range");
+  CHECK_THROWS_CONTAINING(max(x, -3), "max: dim -3 is out of range");
+  CHECK_THROWS_CONTAINING(argmax(x, 5), "argmax: dim 5 is out of range");
+  CHECK_THROWS_CONTAINING(mean(zeros({2}, kInt64)), "mean: expected a floating-point tensor for argument 'self'");
+  CHECK_THROWS_CONTAINING(sum(Tensor()), "sum: argument 'self' is an undefined tensor");
+}

@@ -1,0 +1,171 @@
+// core: storage, views, dtypes, creation, random numbers, copies, printing, devices.
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/philox.h"
+#include "tests/test_support.h"
+
+using namespace minigrad;
+
+TEST_CASE("creation functions fill the right values, dtype and contiguous strides") {
+  Tensor z = zeros({2, 3}, kFloat64);
+  CHECK(z.sizes() == Shape{2, 3});
+  CHECK(z.strides() == Shape{3, 1});
+  CHECK(z.dtype() == kFloat64);
+  CHECK(z.is_contiguous());
+  for (double v : z.to_vector<double>()) CHECK(v == 0.0);
+  for (float v : full({4}, 2.5f).to_vector<float>()) CHECK(v == 2.5f);
+  CHECK(ones({2}, kInt64).to_vector<int64_t>() == std::vector<int64_t>{1, 1});
+  CHECK(arange(5).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(arange(1.0, 2.0, 0.25, kFloat32).to_vector<float>() == std::vector<float>{1.0f, 1.25f, 1.5f, 1.75f});
+  CHECK(scalar_tensor(3.0).dim() == 0);
+  CHECK(scalar_tensor(3.0).item() == 3.0);
+  CHECK(empty({0, 4}).numel() == 0);
+  CHECK_THROWS_CONTAINING(empty({2, -1}), "empty: negative size");
+  CHECK_THROWS_CONTAINING(arange(0.0, 1.0, 0.0), "arange: step must be nonzero");
+}
+
+TEST_CASE("from_vector, item and to_vector round-trip, with clear errors") {
+  Tensor t = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
+  CHECK(t.dtype() == kFloat64);
+  CHECK(t.to_vector<int64_t>() == std::vector<int64_t>{1, 2, 3, 4, 5, 6});
+  CHECK(from_vector<double>({1.5}, {1}, kFloat32).dtype() == kFloat32);
+  CHECK(from_vector<bool>({true, false}, {2}).to_vector<bool>() == std::vector<bool>{true, false});
+  CHECK_THROWS_CONTAINING(from_vector<float>({1, 2, 3}, {2, 2}), "from_vector: 3 values do not fill shape [2, 2]");
+  CHECK_THROWS_CONTAINING(t.item(), "item: only a one-element tensor");
+  CHECK(tensor({7.0f}).item<float>() == 7.0f);
+}
+
+TEST_CASE("float16 and bfloat16 conversions round to nearest even and keep specials") {
+  CHECK(Half(1.0f).bits == 0x3c00);
+  CHECK(Half(-2.0f).bits == 0xc000);
+  CHECK(Half(65504.0f).bits == 0x7bff);         // largest finite half
+  CHECK(Half(65520.0f).bits == 0x7c00);         // rounds up to infinity
+  CHECK(Half(5.960464477539063e-08f).bits == 0x0001);  // smallest subnormal
+  CHECK(Half(1.0f + 1.0f / 2048).bits == 0x3c00);      // a tie rounds to even (down)
+  CHECK(Half(1.0f + 3.0f / 2048).bits == 0x3c02);      // a tie rounds to even (up)
+  CHECK(std::isnan(static_cast<float>(Half(NAN))));
+  CHECK(static_cast<float>(Half(0.333251953125f)) == 0.333251953125f);  // exactly representable
+  CHECK(static_cast<float>(Half(Half::half_bits_to_float(0x0001))) == 5.960464477539063e-08f);
+  CHECK(BFloat16(1.0f).bits == 0x3f80);
+  CHECK(BFloat16(1.0f + 1.0f / 256).bits == 0x3f80);  // tie to even
+  CHECK(BFloat16(1.0f + 3.0f / 256).bits == 0x3f82);
+  CHECK(std::isnan(static_cast<float>(BFloat16(NAN))));
+  Tensor h = from_vector<float>({0.1f, -3.5f, 1000.0f}, {3}, kFloat16);
+  std::vector<float> back = h.to_vector<float>();
+  CHECK(back[0] == doctest::Approx(0.1f).epsilon(1e-3));
+  CHECK(back[1] == -3.5f);
+  CHECK(back[2] == 1000.0f);
+}
+
+TEST_CASE("Philox4x32-10 matches the Random123 known-answer vectors") {
+  using philox::Uint4;
+  auto same = [](Uint4 a, Uint4 b) { return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w; };
+  CHECK(same(philox::philox4x32_10({0, 0, 0, 0}, 0, 0), {0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u}));
+  CHECK(same(philox::philox4x32_10({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, 0xffffffffu, 0xffffffffu),
+             {0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu}));
+  CHECK(same(philox::philox4x32_10({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, 0xa4093822u, 0x299f31d0u),
+             {0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u}));
+}
+
+TEST_CASE("rand and randn: seeded, reproducible, fresh per call, with the right moments") {
+  for (DType dt : {kFloat32, kFloat64}) {
+    manual_seed(123);
+    Tensor a = rand({100000}, dt);
+    Tensor n = randn({100000}, dt);
+    manual_seed(123);
+    CHECK(rand({100000}, dt).to_vector<double>() == a.to_vector<double>());
+    CHECK(randn({100000}, dt).to_vector<double>() == n.to_vector<double>());
+    CHECK(rand({100000}, dt).to_vector<double>() != a.to_vector<double>());  // the next call draws anew
+    double sum = 0, lo = 1, hi = 0;
+    for (double v : a.to_vector<double>()) sum += v, lo = std::min(lo, v), hi = std::max(hi, v);
+    CHECK(lo >= 0.0);
+    CHECK(hi < 1.0);
+    CHECK(sum / 1e5 == doctest::Approx(0.5).epsilon(0.01));
+    double m = 0, m2 = 0;
+    for (double v : n.to_vector<double>()) m += v, m2 += v * v;
+    m /= 1e5;
+    CHECK(std::fabs(m) < 0.02);
+    CHECK(std::sqrt(m2 / 1e5 - m * m) == doctest::Approx(1.0).epsilon(0.02));
+  }
+  CHECK_THROWS_CONTAINING(randn({2}, kInt64), "randn: needs a floating-point dtype");
+}
+
+TEST_CASE("as_strided views share storage and the version counter; copy_into broadcasts and converts") {
+  Tensor base = from_vector<double>({0, 1, 2, 3, 4, 5}, {2, 3});
+  Tensor col = as_strided(base, {2}, {3}, 1);  // column 1
+  CHECK(col.to_vector<double>() == std::vector<double>{1, 4});
+  CHECK(col.storage() == base.storage());
+  CHECK(!as_strided(base, {3, 2}, {1, 3}, 0).is_contiguous());
+  copy_into(col, from_vector<float>({9}, {1}));  // broadcast, float32 -> float64
+  CHECK(base.to_vector<double>() == std::vector<double>{0, 9, 2, 3, 9, 5});
+  CHECK(base.version() == 1);  // the write through the view is seen by the base
+  Tensor transposed = as_strided(base, {3, 2}, {1, 3}, 0);
+  Tensor packed = copy_as(transposed, kInt64, kCPU);
+  CHECK(packed.is_contiguous());
+  CHECK(packed.to_vector<int64_t>() == std::vector<int64_t>{0, 3, 9, 9, 2, 5});
+  CHECK(packed.version() == 0);
+}
+
+TEST_CASE("shape helpers: broadcasting rules and dim wrapping") {
+  CHECK(broadcast_shapes({3, 1, 5}, {4, 1}, "add") == Shape{3, 4, 5});
+  CHECK(broadcast_shapes({}, {2, 2}, "add") == Shape{2, 2});
+  CHECK(broadcast_shapes({0, 1}, {1, 3}, "add") == Shape{0, 3});
+  CHECK_THROWS_CONTAINING(broadcast_shapes({3, 2}, {3}, "mul"), "mul: shapes [3, 2] and [3] do not broadcast");
+  CHECK(wrap_dim(-1, 3, "sum") == 2);
+  CHECK_THROWS_CONTAINING(wrap_dim(3, 3, "sum"), "sum: dim 3 is out of range for a 3-D tensor");
+  CHECK(contiguous_strides({2, 3, 4}) == Shape{12, 4, 1});
+}
+
+TEST_CASE("printing with fmt, summarized when large") {
+  CHECK(fmt::format("{}", tensor({1.0f, -2.0f, 3.0f})) == "tensor([1.0000, -2.0000, 3.0000])");
+  CHECK(fmt::format("{}", from_vector<double>({1, 2, 3, 4}, {2, 2})) ==
+        "tensor([[1.0000, 2.0000],\n        [3.0000, 4.0000]], dtype=float64)");
+  CHECK(fmt::format("{}", arange(3)) == "tensor([0, 1, 2])");
+  CHECK(fmt::format("{}", zeros({2}).requires_grad_()) == "tensor([0.0000, 0.0000], requires_grad=true)");
+  const std::string big = fmt::format("{}", arange(5000));
+  CHECK(big == "tensor([0, 1, 2, ..., 4997, 4998, 4999])");
+  CHECK(fmt::format("{}", empty({0, 3})) == "tensor([], size=[0, 3])");
+  std::ostringstream os;
+  os << tensor({1e-6f});
+  CHECK(os.str() == "tensor([1.0000e-06])");
+}
+
+TEST_CASE("requires_grad_ is for floating-point leaves") {
+  CHECK_THROWS_CONTAINING(arange(3).requires_grad_(), "requires_grad_: only floating-point tensors");
+  Tensor x = randn({2}).requires_grad_();
+  CHECK(x.requires_grad());
+  CHECK(x.is_leaf());
+  CHECK(!x.detach().requires_grad());
+}
+
+// A stand-in for a second device: host memory registered as "cuda" in this test binary
+// (only where no real CUDA backend is registered), so the device checks run without a GPU.
+namespace {
+struct HostBackedAllocator final : Allocator {
+  void* allocate(size_t n, Device) override { return n ? std::malloc(n) : nullptr; }
+  void deallocate(void* p, size_t, Device) override { std::free(p); }
+};
+void host_memcpy(void* dst, Device, const void* src, Device, size_t n) {
+  if (n) std::memcpy(dst, src, n);
+}
+}  // namespace
+
+TEST_CASE("device checks: no backend is a clear error; a mismatch names the op and both devices") {
+  if (has_allocator(DeviceType::CUDA)) return;  // a real backend is linked: covered by the CUDA tests
+  CHECK_THROWS_CONTAINING(zeros({2}, Device::cuda()), "no CUDA backend");
+  static HostBackedAllocator fake;
+  register_allocator(DeviceType::CUDA, &fake);
+  register_device_copy(DeviceType::CUDA, &host_memcpy);
+  Tensor on_cpu = from_vector<float>({1, 2}, {2});
+  Tensor on_gpu = on_cpu.to(Device::cuda(1));
+  CHECK(on_gpu.device() == Device::cuda(1));
+  CHECK(fmt::format("{}", on_gpu.device()) == "cuda:1");
+  CHECK(on_gpu.cpu().to_vector<float>() == std::vector<float>{1, 2});
+  CHECK_THROWS_CONTAINING(add(on_cpu, on_gpu), "add: expected all tensors on one device");
+  CHECK_THROWS_CONTAINING(add(on_cpu, on_gpu), "cuda:1");
+  CHECK_THROWS_CONTAINING(matmul(on_cpu, on_gpu), "matmul");
+  register_allocator(DeviceType::CUDA, nullptr);
+  register_device_copy(DeviceType::CUDA, nullptr);
+}
