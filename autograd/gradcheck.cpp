@@ -32,9 +32,9 @@ struct Checker {
     ++report.elements_checked;
     report.max_abs_error = std::max(report.max_abs_error, err);
     report.max_rel_error = std::max(report.max_rel_error, err / std::max(std::fabs(numerical), opt.atol));
-    const double ratio = ok ? err / tol : INFINITY;
+    const double ratio = std::isnan(err) ? INFINITY : err / tol;  // > 1 means this entry failed
     if (!ok) report.passed = false;
-    if (ratio > worst_ratio || (std::isnan(err) && worst_ratio < INFINITY)) {
+    if (ratio > worst_ratio) {
       worst_ratio = ratio;
       report.worst_input = input;
       report.worst_element = element;
@@ -170,6 +170,8 @@ GradcheckReport gradcheck(const GradcheckFn& fn, const tensor_list& inputs, cons
 }
 
 AllcloseReport allclose_report(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
+  MG_CHECK(actual.defined(), "allclose: argument 'actual' is an undefined tensor");
+  MG_CHECK(expected.defined(), "allclose: argument 'expected' is an undefined tensor");
   AllcloseReport r;
   if (actual.sizes() != expected.sizes()) {
     r.passed = false;

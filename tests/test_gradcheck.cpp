@@ -62,6 +62,26 @@ TEST_CASE("gradcheck by random projections: passes the right backward, catches t
   CHECK(w.worst_element == -1);
 }
 
+TEST_CASE("gradcheck reports the entry furthest over its tolerance, not the first failure") {
+  // Two outputs, both wrong: output 1 much more so. f(a) = [a0^2, a1^2]; backward says [a0, a1 - 10].
+  struct TwoWrong : Function<TwoWrong> {
+    static Tensor forward(Context& ctx, const Tensor& a) {
+      ctx.save_for_backward({a});
+      return a * a;
+    }
+    static tensor_list backward(Context& ctx, tensor_list g) {
+      Tensor a = ctx.saved_tensors()[0];
+      return {g[0] * (a + from_vector<double>({0, -10}, {2}))};
+    }
+  };
+  Tensor a = from_vector<double>({1, 1}, {2}).requires_grad_();
+  GradcheckReport r = gradcheck([](const tensor_list& x) { return TwoWrong::apply(x[0]); }, {a});
+  CHECK(!r.passed);
+  CHECK(r.worst_element == 1);
+  CHECK(r.worst_analytical == doctest::Approx(-9.0));
+  CHECK(r.worst_numerical == doctest::Approx(2.0));
+}
+
 TEST_CASE("gradcheck refuses float32 inputs and inputs that need no gradient") {
   auto fn = [](const tensor_list& x) { return x[0] * 2.0; };
   CHECK_THROWS_CONTAINING(gradcheck(fn, {randn({2}).requires_grad_()}), "gradcheck: input 0 is float32");
@@ -89,4 +109,5 @@ TEST_CASE("allclose reports the worst elements, treats NaN as equal to NaN") {
   CHECK(allclose(a, a));
   CHECK(!allclose(a, from_vector<double>({1, 2, 3, 4}, {2, 2})));  // NaN vs a number fails
   CHECK(!allclose_report(a, from_vector<double>({1, 2, 3}, {3})).passed);
+  CHECK_THROWS_CONTAINING(allclose(Tensor(), a), "allclose: argument 'actual' is an undefined tensor");
 }
