@@ -6,7 +6,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo sanitize bench clean
+.PHONY: all deps build test demo sanitize bench gpu-check clean
 
 all: build
 
@@ -40,6 +40,14 @@ sanitize: deps
 
 bench: build
 	$(BUILD)/bench_overhead
+
+# The GPU round, on the GPU machine (no network, no apt: it never calls `deps`). fmt and
+# doctest come from .deps/, filled beforehand by scripts/fetch-deps where there is network.
+# Builds with CUDA (sm_90a), runs all tests, compute-sanitizer, the benchmarks and the
+# PyTorch comparison; logs and the results JSON go to $(OUT), a summary is printed last.
+OUT ?= gpu-out
+gpu-check:
+	OUT="$(OUT)" scripts/gpu-check
 
 clean:
 	rm -rf $(BUILD) $(SAN_BUILD)

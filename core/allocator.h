@@ -11,6 +11,8 @@
 
 namespace minigrad {
 
+class Tensor;
+
 class Allocator {
  public:
   virtual ~Allocator() = default;
@@ -25,8 +27,38 @@ using DeviceCopyFn = void (*)(void* dst, Device dst_device, const void* src, Dev
 void register_allocator(DeviceType type, Allocator* allocator);
 Allocator* get_allocator(DeviceType type);  // throws if none is registered for `type`
 bool has_allocator(DeviceType type);
+// True when the CUDA backend is built in and found a GPU: CUDA tensors can be made.
+inline bool cuda_is_available() { return has_allocator(DeviceType::CUDA); }
 
 void register_device_copy(DeviceType type, DeviceCopyFn fn);
+
+// Kernels a device runs on its own memory, so that copies, conversions and fills between
+// tensors on one device never pass through the host. Where a device has none (null), core
+// stages strided or converting copies through the host instead.
+//   copy_strided: dst = src converted to dst's dtype, src broadcast to dst's shape, any
+//                 strides on both sides, both tensors on the one device.
+//   fill:         every element of dst (any strides) = value converted to dst's dtype.
+using DeviceStridedCopyFn = void (*)(const Tensor& dst, const Tensor& src);
+using DeviceFillFn = void (*)(const Tensor& dst, double value);
+struct DeviceKernels {
+  DeviceStridedCopyFn copy_strided = nullptr;
+  DeviceFillFn fill = nullptr;
+};
+DeviceKernels device_kernels(DeviceType type);  // registered with the allocator (cuda::Backend)
+
+#ifdef MINIGRAD_WITH_CUDA
+namespace cuda {
+// Defined in cuda/: the CUDA backend's allocator, copy function and kernels, all null where no GPU
+// is present. core asks once, when the registry is first used, so linking the backend is
+// all it takes (no static initializer that a static library could drop).
+struct Backend {
+  Allocator* allocator = nullptr;
+  DeviceCopyFn copy = nullptr;
+  DeviceKernels kernels;
+};
+Backend probe_backend();
+}  // namespace cuda
+#endif
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
 
 }  // namespace minigrad

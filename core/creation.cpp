@@ -1,5 +1,5 @@
-// Creation functions. Values are made on the CPU and copied to the target device; the
-// CUDA backend can replace the fills with kernels without changing these signatures.
+// Creation functions. Constant fills run on the target device where it has a fill kernel
+// (the CUDA backend's); everything else is made on the CPU and copied to the device.
 #include <cmath>
 
 #include "core/generator.h"
@@ -52,6 +52,11 @@ Tensor empty(const Shape& sizes, TensorOptions options) {
 }
 
 Tensor full(const Shape& sizes, double value, TensorOptions options) {
+  if (const DeviceFillFn fill_on_device = device_kernels(options.device_.type).fill) {
+    Tensor out = empty(sizes, options);
+    fill_on_device(out, value);
+    return out;
+  }
   Tensor host = empty(sizes, TensorOptions(options.dtype_));
   fill_cpu(host, [value](int64_t) { return value; });
   return finish(std::move(host), options);

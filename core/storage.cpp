@@ -11,7 +11,7 @@ namespace {
 
 // CPU memory. Large buffers are 64-byte aligned, so vectorized loops start on a cache line;
 // small ones come from plain malloc (16-byte aligned): aligned_alloc splits heap chunks, and
-// on tiny tensors it cost about a tenth of an op's time with autograd (docs/perf-notes.md).
+// on tiny tensors it was 17% of the instructions of an op with autograd (docs/perf-notes.md).
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kAlignAbove = 4096;
@@ -33,10 +33,17 @@ constexpr size_t kDeviceTypes = 2;
 struct Registry {
   std::array<Allocator*, kDeviceTypes> allocators{};
   std::array<DeviceCopyFn, kDeviceTypes> copies{};
+  std::array<DeviceKernels, kDeviceTypes> kernels{};  // none for the CPU: core's own loops do its work
   Registry() {
     static CpuAllocator cpu;
     allocators[static_cast<size_t>(DeviceType::CPU)] = &cpu;
     copies[static_cast<size_t>(DeviceType::CPU)] = &cpu_copy;
+#ifdef MINIGRAD_WITH_CUDA
+    const cuda::Backend backend = cuda::probe_backend();
+    allocators[static_cast<size_t>(DeviceType::CUDA)] = backend.allocator;
+    copies[static_cast<size_t>(DeviceType::CUDA)] = backend.copy;
+    kernels[static_cast<size_t>(DeviceType::CUDA)] = backend.kernels;
+#endif
   }
 };
 
@@ -55,12 +62,15 @@ bool has_allocator(DeviceType type) { return registry().allocators[static_cast<s
 
 Allocator* get_allocator(DeviceType type) {
   Allocator* a = registry().allocators[static_cast<size_t>(type)];
-  MG_CHECK(a != nullptr, "no allocator for device type {}: this build of minigrad has no CUDA backend",
-           type == DeviceType::CUDA ? "cuda" : "cpu");
+  MG_CHECK(a != nullptr,
+           "cannot allocate a tensor on cuda: this build of minigrad has no CUDA backend, or no GPU is present "
+           "(check minigrad::cuda_is_available())");
   return a;
 }
 
 void register_device_copy(DeviceType type, DeviceCopyFn fn) { registry().copies[static_cast<size_t>(type)] = fn; }
+
+DeviceKernels device_kernels(DeviceType type) { return registry().kernels[static_cast<size_t>(type)]; }
 
 // A copy touching a device goes through that device's copy function (it knows both sides).
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {

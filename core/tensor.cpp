@@ -75,31 +75,62 @@ void cpu_copy_convert(const Tensor& dst, const Tensor& src) {
   });
 }
 
+void copy_values(const Tensor& dst, const Tensor& src);
+
+// t's values, contiguous and in `dtype`, on t's own device: t itself when it already is so.
+Tensor packed(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype && t.is_contiguous()) return t;
+  Tensor out = empty(t.sizes(), TensorOptions(dtype).device(t.device()));
+  copy_values(out, t);
+  return out;
+}
+
+bool has_copy_kernel(Device d) { return device_kernels(d.type).copy_strided != nullptr; }
+
 // copy_into without the version bump: copy_as fills a tensor nobody has seen yet.
 void copy_values(const Tensor& dst, const Tensor& src) {
   MG_CHECK(dst.defined() && src.defined(), "copy_: undefined tensor");
-  if (dst.device().is_cpu() && src.device().is_cpu()) {
+  const Device to = dst.device(), from = src.device();
+  if (to.is_cpu() && from.is_cpu()) {
     cpu_copy_convert(dst, src);
-  } else {
-    // Across devices the bytes move as they are: contiguous, same dtype and shape. A
-    // conversion or a strided copy happens on the CPU side (the CUDA backend adds kernels).
-    const bool plain = src.sizes() == dst.sizes() && src.dtype() == dst.dtype() && src.is_contiguous() &&
-                       dst.is_contiguous();
-    if (plain) {
-      copy_bytes(dst.raw_data(), dst.device(), src.raw_data(), src.device(),
-                 static_cast<size_t>(dst.numel()) * dst.element_size());
-    } else if (dst.device().is_cpu()) {
-      cpu_copy_convert(dst, copy_as(src, src.dtype(), kCPU));
-    } else {
-      MG_CHECK(src.device().is_cpu() || src.is_contiguous(),
-               "copy_: a strided copy from {} needs the CUDA backend", src.device());
-      Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()));
-      cpu_copy_convert(staged, src.device().is_cpu() ? src : copy_as(src, src.dtype(), kCPU));
-      MG_CHECK(dst.is_contiguous(), "copy_: a strided copy into {} needs the CUDA backend", dst.device());
-      copy_bytes(dst.raw_data(), dst.device(), staged.raw_data(), kCPU,
-                 static_cast<size_t>(dst.numel()) * dst.element_size());
-    }
+    return;
   }
+  if (to == from && has_copy_kernel(to)) {  // one kernel on the device: strides, broadcast, conversion
+    device_kernels(to.type).copy_strided(dst, src);
+    return;
+  }
+  const bool plain = src.sizes() == dst.sizes() && src.dtype() == dst.dtype() && src.is_contiguous() &&
+                     dst.is_contiguous();
+  if (plain) {  // the bytes move as they are
+    copy_bytes(dst.raw_data(), to, src.raw_data(), from, static_cast<size_t>(dst.numel()) * dst.element_size());
+    return;
+  }
+  // A device without kernels moves contiguous bytes only; the conversion happens on the host.
+  if (!from.is_cpu() && !has_copy_kernel(from)) {
+    MG_CHECK(src.is_contiguous(), "copy_: a strided copy from {} needs the CUDA backend", from);
+    copy_values(dst, copy_as(src, src.dtype(), kCPU));
+    return;
+  }
+  if (!to.is_cpu() && !has_copy_kernel(to)) {
+    MG_CHECK(dst.is_contiguous(), "copy_: a strided copy into {} needs the CUDA backend", to);
+    Tensor staged = empty(dst.sizes(), TensorOptions(dst.dtype()));
+    copy_values(staged, src);
+    copy_bytes(dst.raw_data(), to, staged.raw_data(), kCPU, static_cast<size_t>(dst.numel()) * dst.element_size());
+    return;
+  }
+  // Between the CPU and a device, or two devices: src's values cross once, packed, in src's
+  // own shape (broadcasting happens on arrival) and in the narrower of the two dtypes (the
+  // conversion runs on whichever side keeps the fewest bytes on the bus).
+  const DType crossing_dtype = element_size(dst.dtype()) <= element_size(src.dtype()) ? dst.dtype() : src.dtype();
+  const Tensor crossing = packed(src, crossing_dtype);
+  const size_t crossing_bytes = static_cast<size_t>(crossing.numel()) * crossing.element_size();
+  if (crossing_dtype == dst.dtype() && crossing.sizes() == dst.sizes() && dst.is_contiguous()) {
+    copy_bytes(dst.raw_data(), to, crossing.raw_data(), from, crossing_bytes);
+    return;
+  }
+  Tensor landed = empty(crossing.sizes(), TensorOptions(crossing_dtype).device(to));
+  copy_bytes(landed.raw_data(), to, crossing.raw_data(), from, crossing_bytes);
+  copy_values(dst, landed);
 }
 
 }  // namespace
@@ -111,10 +142,7 @@ void copy_into(const Tensor& dst, const Tensor& src) {
 
 Tensor copy_as(const Tensor& t, DType dtype, Device device) {
   Tensor out = empty(t.sizes(), TensorOptions(dtype).device(device));
-  if (t.device() != device && !t.device().is_cpu() && !device.is_cpu())
-    copy_values(out, copy_as(t, t.dtype(), kCPU));  // between two GPUs: stage through the host
-  else
-    copy_values(out, t);
+  copy_values(out, t);
   return out;
 }
 

@@ -1,11 +1,12 @@
 // Arithmetic with NumPy broadcasting: add, sub, mul, div, their tensor-scalar forms, and
 // rsub / rdiv (scalar on the left).
 //
-// Each op is a Function: forward runs the CPU kernel (a formula handed to binary_float_op
-// or unary_float_op from ops/cpu_loops.h), backward turns the output's gradient into the
-// inputs' gradients with the public ops. Broadcasting in forward means summing in
-// backward: an input of shape [3] added to one of shape [2, 3] was used twice, so its
-// gradient is the sum of the two rows of the output's gradient (sum_to does that).
+// Each op is a Function: forward runs the kernel (a functor of ops/elementwise_functors.h
+// handed to binary_float_op or unary_float_op, which run it on the input's device),
+// backward turns the output's gradient into the inputs' gradients with the public ops.
+// Broadcasting in forward means summing in backward: an input of shape [3] added to one of
+// shape [2, 3] was used twice, so its gradient is the sum of the two rows of the output's
+// gradient (sum_to does that).
 #include "autograd/function.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
@@ -31,7 +32,7 @@ void save_input_sizes(Context& ctx, const Tensor& a, const Tensor& b) {
 
 struct Add : Function<Add> {
   static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float_op("add", a, b, [](auto x, auto y) { return x + y; });
+    Tensor out = binary_float_op("add", a, b, elementwise::Add{});
     save_input_sizes(ctx, a, b);
     return out;
   }
@@ -44,7 +45,7 @@ struct Add : Function<Add> {
 
 struct Sub : Function<Sub> {
   static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float_op("sub", a, b, [](auto x, auto y) { return x - y; });
+    Tensor out = binary_float_op("sub", a, b, elementwise::Sub{});
     save_input_sizes(ctx, a, b);
     return out;
   }
@@ -59,7 +60,7 @@ struct Sub : Function<Sub> {
 // d(a*b)/da = b and d(a*b)/db = a: each input's gradient needs the other input.
 struct Mul : Function<Mul> {
   static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float_op("mul", a, b, [](auto x, auto y) { return x * y; });
+    Tensor out = binary_float_op("mul", a, b, elementwise::Mul{});
     ctx.save_for_backward({a, b});
     return out;
   }
@@ -76,7 +77,7 @@ struct Mul : Function<Mul> {
 // d(a/b)/da = 1/b and d(a/b)/db = -a/b^2 = -(1/b) * (a/b): both share grad/b.
 struct Div : Function<Div> {
   static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float_op("div", a, b, [](auto x, auto y) { return x / y; });
+    Tensor out = binary_float_op("div", a, b, elementwise::Div{});
     ctx.save_for_backward({a, b});
     return out;
   }
@@ -96,14 +97,14 @@ struct Div : Function<Div> {
 
 struct AddScalar : Function<AddScalar> {
   static Tensor forward(Context&, const Tensor& x, double scalar) {
-    return unary_float_op("add", x, [scalar](auto v) { return v + decltype(v)(scalar); });
+    return unary_float_op("add", x, elementwise::AddScalar{scalar});
   }
   static tensor_list backward(Context&, tensor_list grad_outputs) { return {grad_outputs[0], Tensor()}; }
 };
 
 struct SubScalar : Function<SubScalar> {
   static Tensor forward(Context&, const Tensor& x, double scalar) {
-    return unary_float_op("sub", x, [scalar](auto v) { return v - decltype(v)(scalar); });
+    return unary_float_op("sub", x, elementwise::SubScalar{scalar});
   }
   static tensor_list backward(Context&, tensor_list grad_outputs) { return {grad_outputs[0], Tensor()}; }
 };
@@ -111,18 +112,17 @@ struct SubScalar : Function<SubScalar> {
 struct MulScalar : Function<MulScalar> {
   static Tensor forward(Context& ctx, const Tensor& x, double scalar) {
     ctx.saved_data["scalar"] = scalar;
-    return unary_float_op("mul", x, [scalar](auto v) { return v * decltype(v)(scalar); });
+    return unary_float_op("mul", x, elementwise::MulScalar{scalar});
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     return {mul(grad_outputs[0], ctx.saved_data["scalar"].toDouble()), Tensor()};
   }
 };
 
-// Not MulScalar with 1/scalar: x / 3 and x * (1/3) round differently.
 struct DivScalar : Function<DivScalar> {
   static Tensor forward(Context& ctx, const Tensor& x, double scalar) {
     ctx.saved_data["scalar"] = scalar;
-    return unary_float_op("div", x, [scalar](auto v) { return v / decltype(v)(scalar); });
+    return unary_float_op("div", x, elementwise::DivScalar{scalar});
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     return {div(grad_outputs[0], ctx.saved_data["scalar"].toDouble()), Tensor()};
@@ -133,7 +133,7 @@ struct DivScalar : Function<DivScalar> {
 // list does too (nothing for the scalar, then x's).
 struct RSub : Function<RSub> {
   static Tensor forward(Context&, double scalar, const Tensor& x) {
-    return unary_float_op("rsub", x, [scalar](auto v) { return decltype(v)(scalar) - v; });
+    return unary_float_op("rsub", x, elementwise::ScalarSub{scalar});
   }
   static tensor_list backward(Context&, tensor_list grad_outputs) { return {Tensor(), neg(grad_outputs[0])}; }
 };
@@ -141,7 +141,7 @@ struct RSub : Function<RSub> {
 // scalar / x, whose derivative is -scalar / x^2.
 struct RDiv : Function<RDiv> {
   static Tensor forward(Context& ctx, double scalar, const Tensor& x) {
-    Tensor out = unary_float_op("rdiv", x, [scalar](auto v) { return decltype(v)(scalar) / v; });
+    Tensor out = unary_float_op("rdiv", x, elementwise::ScalarDiv{scalar});
     ctx.save_for_backward({x});
     ctx.saved_data["scalar"] = scalar;
     return out;

@@ -7,7 +7,6 @@
 //
 // where(condition, a, b) picks elementwise and is differentiable in a and b: each gets
 // the output's gradient where it was picked and 0 where it was not.
-#include <functional>
 #include <type_traits>
 
 #include "autograd/function.h"
@@ -17,51 +16,41 @@
 namespace minigrad {
 namespace {
 
-// The value an element is compared as. float16 and bfloat16 have no comparison operators
-// of their own: they compare as the float they stand for. Other types compare as themselves.
-template <typename T>
-auto comparable(T value) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
-    return static_cast<float>(value);
-  else
-    return value;
-}
-
-// tensor (cmp) tensor, broadcasting. `compare` is a std::less<>-style function object.
+// tensor (cmp) tensor, broadcasting. `Compare` is one of the comparison functors.
 template <typename Compare>
-Tensor compare_tensors(const char* op, const Tensor& a, const Tensor& b, Compare compare) {
+Tensor compare_tensors(const char* op, const Tensor& a, const Tensor& b) {
   check_defined(op, "self", a);
   check_defined(op, "other", b);
   check_same_device(op, "self", a, "other", b);
   check_same_dtype(op, "self", a, "other", b);
-  check_cpu(op, "self", a);
   Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), op), TensorOptions(kBool).device(a.device()));
   dispatch_all(a.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
-    cpu_map<bool, scalar_t, scalar_t>(out, a, b, [&](scalar_t x, scalar_t y) {
-      return compare(comparable(x), comparable(y));
-    });
+    elementwise_map<bool, scalar_t, scalar_t>(op, out, a, b, Compare{});
   });
   return out;
 }
 
-// tensor (cmp) scalar. A floating tensor meets the scalar rounded to its own dtype, as
-// ops.h promises ("a double scalar takes the tensor's dtype"): a float32 tensor holding
-// 0.1f is eq(x, 0.1). An int64 or bool tensor compares in double instead, so lt(i, 2.5)
-// means i < 2.5 and not i < 2 (exact for integers up to 2^53).
+// b rounded to the element type T where T is a floating type (as ops.h promises, "a double
+// scalar takes the tensor's dtype": a float32 tensor holding 0.1f is eq(x, 0.1)), and kept
+// as it is for int64 and bool, which compare in double (see CompareWithScalar).
+template <typename T>
+double scalar_for_comparison(double b) {
+  if constexpr (std::is_integral_v<T>)
+    return b;
+  else
+    return static_cast<double>(static_cast<compute_t<T>>(static_cast<T>(b)));
+}
+
+// tensor (cmp) scalar.
 template <typename Compare>
-Tensor compare_scalar(const char* op, const Tensor& a, double b, Compare compare) {
+Tensor compare_scalar(const char* op, const Tensor& a, double b) {
   check_defined(op, "self", a);
-  check_cpu(op, "self", a);
   Tensor out = empty(a.sizes(), TensorOptions(kBool).device(a.device()));
   dispatch_all(a.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
-    if constexpr (std::is_integral_v<scalar_t>) {
-      cpu_map<bool, scalar_t>(out, a, [&](scalar_t x) { return compare(static_cast<double>(x), b); });
-    } else {
-      const auto rhs = comparable(static_cast<scalar_t>(b));
-      cpu_map<bool, scalar_t>(out, a, [&](scalar_t x) { return compare(comparable(x), rhs); });
-    }
+    const elementwise::CompareWithScalar<Compare> compare{scalar_for_comparison<scalar_t>(b)};
+    elementwise_map<bool, scalar_t>(op, out, a, compare);
   });
   return out;
 }
@@ -77,14 +66,12 @@ struct Where : Function<Where> {
     check_same_dtype("where", "self", a, "other", b);
     check_same_device("where", "condition", condition, "self", a);
     check_same_device("where", "self", a, "other", b);
-    check_cpu("where", "self", a);
     const Shape out_sizes =
         broadcast_shapes(condition.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
     Tensor out = empty(out_sizes, TensorOptions(a.dtype()).device(a.device()));
     dispatch_all(a.dtype(), [&](auto tag) {
       using scalar_t = decltype(tag);
-      cpu_map<scalar_t, bool, scalar_t, scalar_t>(out, condition, a, b,
-                                                  [](bool c, scalar_t x, scalar_t y) { return c ? x : y; });
+      elementwise_map<scalar_t, bool, scalar_t, scalar_t>("where", out, condition, a, b, elementwise::Select{});
     });
     ctx.save_for_backward({condition});
     ctx.saved_data["self_sizes"] = a.sizes();
@@ -107,19 +94,19 @@ struct Where : Function<Where> {
 
 }  // namespace
 
-Tensor eq(const Tensor& a, const Tensor& b) { return compare_tensors("eq", a, b, std::equal_to<>()); }
-Tensor ne(const Tensor& a, const Tensor& b) { return compare_tensors("ne", a, b, std::not_equal_to<>()); }
-Tensor lt(const Tensor& a, const Tensor& b) { return compare_tensors("lt", a, b, std::less<>()); }
-Tensor le(const Tensor& a, const Tensor& b) { return compare_tensors("le", a, b, std::less_equal<>()); }
-Tensor gt(const Tensor& a, const Tensor& b) { return compare_tensors("gt", a, b, std::greater<>()); }
-Tensor ge(const Tensor& a, const Tensor& b) { return compare_tensors("ge", a, b, std::greater_equal<>()); }
+Tensor eq(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::Equal>("eq", a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::NotEqual>("ne", a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::Less>("lt", a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::LessEqual>("le", a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::Greater>("gt", a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::GreaterEqual>("ge", a, b); }
 
-Tensor eq(const Tensor& a, double b) { return compare_scalar("eq", a, b, std::equal_to<>()); }
-Tensor ne(const Tensor& a, double b) { return compare_scalar("ne", a, b, std::not_equal_to<>()); }
-Tensor lt(const Tensor& a, double b) { return compare_scalar("lt", a, b, std::less<>()); }
-Tensor le(const Tensor& a, double b) { return compare_scalar("le", a, b, std::less_equal<>()); }
-Tensor gt(const Tensor& a, double b) { return compare_scalar("gt", a, b, std::greater<>()); }
-Tensor ge(const Tensor& a, double b) { return compare_scalar("ge", a, b, std::greater_equal<>()); }
+Tensor eq(const Tensor& a, double b) { return compare_scalar<elementwise::Equal>("eq", a, b); }
+Tensor ne(const Tensor& a, double b) { return compare_scalar<elementwise::NotEqual>("ne", a, b); }
+Tensor lt(const Tensor& a, double b) { return compare_scalar<elementwise::Less>("lt", a, b); }
+Tensor le(const Tensor& a, double b) { return compare_scalar<elementwise::LessEqual>("le", a, b); }
+Tensor gt(const Tensor& a, double b) { return compare_scalar<elementwise::Greater>("gt", a, b); }
+Tensor ge(const Tensor& a, double b) { return compare_scalar<elementwise::GreaterEqual>("ge", a, b); }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) { return Where::apply(condition, a, b); }
 

@@ -1,12 +1,22 @@
 #pragma once
-// Machinery every CPU reference kernel shares: the argument checks, and elementwise maps
-// with broadcasting over any strides. A kernel in ops/ is then a formula:
-//   return unary_float_op("exp", x, [](auto v) { return std::exp(v); });
+// Machinery every elementwise op shares: the argument checks, the CPU loops (maps with
+// broadcasting over any strides), and the dispatch that sends a map to the CPU loop or to
+// the CUDA engine (cuda/elementwise.h) by the output's device. An op is then a formula,
+// a functor from ops/elementwise_functors.h:
+//   return unary_float_op("exp", x, elementwise::Exp{});
+//
+// Both backends call the functor with each input in its compute type (float16 and
+// bfloat16 as float) and round its result to the output's dtype once, at the store: one
+// formula, one rounding, on either device.
 #include <array>
 
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
+#include "ops/elementwise_functors.h"
+#ifdef MINIGRAD_WITH_CUDA
+#include "cuda/elementwise.h"
+#endif
 
 namespace minigrad {
 
@@ -18,40 +28,59 @@ void check_same_device(const char* op, const char* a_name, const Tensor& a, cons
 // Until the CUDA backend has a kernel for an op, its input must be on the CPU.
 void check_cpu(const char* op, const char* arg, const Tensor& t);
 
-// ---- elementwise maps: out[i] = f(a[i], b[i], ...) with inputs broadcast to out's shape ----
+// Calls f(T{}) with T the C++ type of a floating dtype (the caller has checked that it is one).
+template <typename F>
+void dispatch_floating(DType t, F&& f) {
+  switch (t) {
+    case DType::Float32: f(float{}); return;
+    case DType::Float64: f(double{}); return;
+    case DType::Float16: f(Half{}); return;
+    case DType::BFloat16: f(BFloat16{}); return;
+    default: MG_CHECK(false, "dispatch_floating: {} is not a floating dtype", t);
+  }
+}
+
+// ---- CPU maps: out[i] = f(a[i], b[i], ...) with inputs broadcast to out's shape ----
+
+// One element: the inputs in their compute types, f, the result rounded to out_t.
+template <typename out_t, typename F, typename... in_t>
+out_t compute_element(const F& f, in_t... values) {
+  return static_cast<out_t>(f(static_cast<compute_t<in_t>>(values)...));
+}
+
 template <typename out_t, typename a_t, typename F>
-void cpu_map(const Tensor& out, const Tensor& a, F f) {
+void cpu_map(const Tensor& out, const Tensor& a, const F& f) {
   out_t* po = static_cast<out_t*>(out.raw_data());
   const a_t* pa = static_cast<const a_t*>(a.raw_data());
   if (a.sizes() == out.sizes() && a.is_contiguous() && out.is_contiguous()) {
     const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i]);
+    for (int64_t i = 0; i < n; ++i) po[i] = compute_element<out_t>(f, pa[i]);
     return;
   }
   const Shape sa = broadcast_strides(a, out.sizes());
   for_each_offset<2>(out.sizes(), {out.strides().data(), sa.data()},
-                     [&](const std::array<int64_t, 2>& o) { po[o[0]] = f(pa[o[1]]); });
+                     [&](const std::array<int64_t, 2>& o) { po[o[0]] = compute_element<out_t>(f, pa[o[1]]); });
 }
 
 template <typename out_t, typename a_t, typename b_t, typename F>
-void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, F f) {
+void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
   out_t* po = static_cast<out_t*>(out.raw_data());
   const a_t* pa = static_cast<const a_t*>(a.raw_data());
   const b_t* pb = static_cast<const b_t*>(b.raw_data());
   if (a.sizes() == out.sizes() && b.sizes() == out.sizes() && a.is_contiguous() && b.is_contiguous() &&
       out.is_contiguous()) {
     const int64_t n = out.numel();
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    for (int64_t i = 0; i < n; ++i) po[i] = compute_element<out_t>(f, pa[i], pb[i]);
     return;
   }
   const Shape sa = broadcast_strides(a, out.sizes());
   const Shape sb = broadcast_strides(b, out.sizes());
   for_each_offset<3>(out.sizes(), {out.strides().data(), sa.data(), sb.data()},
-                     [&](const std::array<int64_t, 3>& o) { po[o[0]] = f(pa[o[1]], pb[o[2]]); });
+                     [&](const std::array<int64_t, 3>& o) { po[o[0]] = compute_element<out_t>(f, pa[o[1]], pb[o[2]]); });
 }
 
 template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
-void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, F f) {
+void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const F& f) {
   out_t* po = static_cast<out_t*>(out.raw_data());
   const a_t* pa = static_cast<const a_t*>(a.raw_data());
   const b_t* pb = static_cast<const b_t*>(b.raw_data());
@@ -60,43 +89,66 @@ void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& 
   const Shape sb = broadcast_strides(b, out.sizes());
   const Shape sc = broadcast_strides(c, out.sizes());
   for_each_offset<4>(out.sizes(), {out.strides().data(), sa.data(), sb.data(), sc.data()},
-                     [&](const std::array<int64_t, 4>& o) { po[o[0]] = f(pa[o[1]], pb[o[2]], pc[o[3]]); });
+                     [&](const std::array<int64_t, 4>& o) {
+                       po[o[0]] = compute_element<out_t>(f, pa[o[1]], pb[o[2]], pc[o[3]]);
+                     });
 }
 
-// ---- floating-point ops: float32/float64 computed directly, float16/bfloat16 upcast ----
-// f is a generic lambda called with float or double values.
+// ---- the same maps on out's device: the CPU loop above, or the CUDA engine ----
+// The caller has checked that every tensor is on out's device.
+
+template <typename out_t, typename a_t, typename F>
+void elementwise_map([[maybe_unused]] const char* op, const Tensor& out, const Tensor& a, const F& f) {
+#ifdef MINIGRAD_WITH_CUDA
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t>(op, out, a, f);
+#endif
+  cpu_map<out_t, a_t>(out, a, f);
+}
+
+template <typename out_t, typename a_t, typename b_t, typename F>
+void elementwise_map([[maybe_unused]] const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
+#ifdef MINIGRAD_WITH_CUDA
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t>(op, out, a, b, f);
+#endif
+  cpu_map<out_t, a_t, b_t>(out, a, b, f);
+}
+
+template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
+void elementwise_map([[maybe_unused]] const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                     const F& f) {
+#ifdef MINIGRAD_WITH_CUDA
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t, c_t>(op, out, a, b, c, f);
+#endif
+  cpu_map<out_t, a_t, b_t, c_t>(out, a, b, c, f);
+}
+
+// ---- floating-point ops: float32/float64 computed in their own type, float16/bfloat16 in float ----
+// The output is new, contiguous, of the input's dtype, on the input's device.
 
 template <typename F>
-Tensor unary_float_op(const char* op, const Tensor& x, F f) {
+Tensor unary_float_op(const char* op, const Tensor& x, const F& f) {
   check_defined(op, "self", x);
   check_floating(op, "self", x);
-  check_cpu(op, "self", x);
-  if (is_half(x.dtype()))
-    return copy_as(unary_float_op(op, copy_as(x, kFloat32, x.device()), f), x.dtype(), x.device());
   Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
-  if (x.dtype() == kFloat32)
-    cpu_map<float, float>(out, x, f);
-  else
-    cpu_map<double, double>(out, x, f);
+  dispatch_floating(x.dtype(), [&](auto tag) {
+    using scalar_t = decltype(tag);
+    elementwise_map<scalar_t, scalar_t>(op, out, x, f);
+  });
   return out;
 }
 
 template <typename F>
-Tensor binary_float_op(const char* op, const Tensor& a, const Tensor& b, F f) {
+Tensor binary_float_op(const char* op, const Tensor& a, const Tensor& b, const F& f) {
   check_defined(op, "self", a);
   check_defined(op, "other", b);
   check_floating(op, "self", a);
   check_same_device(op, "self", a, "other", b);
   check_same_dtype(op, "self", a, "other", b);
-  check_cpu(op, "self", a);
-  if (is_half(a.dtype()))
-    return copy_as(binary_float_op(op, copy_as(a, kFloat32, a.device()), copy_as(b, kFloat32, b.device()), f),
-                   a.dtype(), a.device());
   Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), op), TensorOptions(a.dtype()).device(a.device()));
-  if (a.dtype() == kFloat32)
-    cpu_map<float, float, float>(out, a, b, f);
-  else
-    cpu_map<double, double, double>(out, a, b, f);
+  dispatch_floating(a.dtype(), [&](auto tag) {
+    using scalar_t = decltype(tag);
+    elementwise_map<scalar_t, scalar_t, scalar_t>(op, out, a, b, f);
+  });
   return out;
 }
 

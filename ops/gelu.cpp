@@ -1,6 +1,7 @@
 // GELU, in the seed tutorial's shape: forward saves the input, backward computes
-// grad * gelu'(x) from it. Both formulas live in ops/gelu_math.h, shared with the CUDA
-// kernel, so every backend computes the same expression.
+// grad * gelu'(x) from it. Both formulas live in ops/gelu_math.h (wrapped as functors in
+// ops/elementwise_functors.h), shared with the CUDA kernel, so every backend computes the
+// same expression.
 //
 // The seed wrote backward as five separate tensor ops (exp, square, divide, erf, multiply),
 // each a pass over memory. Here backward is one kernel: a single pass reading grad and x
@@ -8,7 +9,6 @@
 // tests/test_activations.cpp, and the two agree in value and gradient.
 #include "autograd/function.h"
 #include "ops/cpu_loops.h"
-#include "ops/gelu_math.h"
 #include "ops/ops.h"
 
 namespace minigrad {
@@ -20,9 +20,8 @@ const char* approximation_name(GeluApproximation approximate) {
 
 struct GELU : Function<GELU> {
   static Tensor forward(Context& ctx, const Tensor& x, GeluApproximation approximate) {
-    Tensor out = approximate == GeluApproximation::Tanh
-                     ? unary_float_op("gelu", x, [](auto v) { return gelu_math::gelu_tanh(v); })
-                     : unary_float_op("gelu", x, [](auto v) { return gelu_math::gelu_exact(v); });
+    Tensor out = approximate == GeluApproximation::Tanh ? unary_float_op("gelu", x, elementwise::GeluTanh{})
+                                                        : unary_float_op("gelu", x, elementwise::GeluExact{});
     ctx.save_for_backward({x});
     ctx.saved_data["approximate"] = approximation_name(approximate);
     return out;
@@ -34,11 +33,8 @@ struct GELU : Function<GELU> {
     const Tensor x = ctx.saved_tensors()[0];
     const Tensor& grad = grad_outputs[0];
     const bool tanh_form = ctx.saved_data["approximate"].toString() == "tanh";
-    Tensor grad_x =
-        tanh_form ? binary_float_op("gelu_backward", grad, x,
-                                    [](auto g, auto v) { return g * gelu_math::gelu_tanh_derivative(v); })
-                  : binary_float_op("gelu_backward", grad, x,
-                                    [](auto g, auto v) { return g * gelu_math::gelu_exact_derivative(v); });
+    Tensor grad_x = tanh_form ? binary_float_op("gelu_backward", grad, x, elementwise::GeluTanhBackward{})
+                              : binary_float_op("gelu_backward", grad, x, elementwise::GeluExactBackward{});
     return {grad_x, Tensor()};
   }
 };

@@ -14,24 +14,12 @@
 #include "autograd/grad_mode.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
+#ifdef MINIGRAD_WITH_CUDA
+#include "cuda/copy.h"
+#endif
 
 namespace minigrad {
 namespace {
-
-// The type an element is computed in: float16 and bfloat16 through float (one rounding,
-// back to the storage type at the end), every other type as itself.
-template <typename T>
-struct compute_type {
-  using type = T;
-};
-template <>
-struct compute_type<Half> {
-  using type = float;
-};
-template <>
-struct compute_type<BFloat16> {
-  using type = float;
-};
 
 // ---- checks: each names the op and the argument ----
 
@@ -85,15 +73,6 @@ void check_scalar_fits(const char* op, const char* arg, double value, const Tens
            "{}: argument '{}' is {}, which an int64 tensor cannot hold", op, arg, value);
 }
 
-// The value of a double scalar in element type T (checked by check_scalar_fits first).
-template <typename T>
-T scalar_as(double value) {
-  if constexpr (std::is_same_v<T, bool>)
-    return value != 0.0;
-  else
-    return static_cast<T>(value);
-}
-
 // ---- kernels ----
 
 // Calls f(T{}) for the types arithmetic makes sense on: floating types and int64, not bool.
@@ -107,43 +86,44 @@ void dispatch_arithmetic(const char* op, const Tensor& self, F&& f) {
   });
 }
 
-// self[i] = f(self[i]), computed in compute_type.
+// self[i] = f(self[i]), on self's device.
 template <typename F>
-void update_each(const char* op, const Tensor& self, F f) {
-  check_cpu(op, "self", self);
+void update_each(const char* op, const Tensor& self, const F& f) {
   dispatch_arithmetic(op, self, [&](auto tag) {
     using scalar_t = decltype(tag);
-    using compute_t = typename compute_type<scalar_t>::type;
-    cpu_map<scalar_t, scalar_t>(self, self, [&](scalar_t s) { return scalar_t(f(compute_t(s))); });
+    elementwise_map<scalar_t, scalar_t>(op, self, self, f);
   });
 }
 
 // self[i] = f(self[i], other[i]) with other broadcast to self's shape. Reading and
 // writing self at the same element in one step is safe: each element is read once, first.
 template <typename F>
-void update_each_with(const char* op, const Tensor& self, const Tensor& other, F f) {
-  check_cpu(op, "self", self);
+void update_each_with(const char* op, const Tensor& self, const Tensor& other, const F& f) {
   check_same_device(op, "self", self, "other", other);
   check_same_dtype(op, "self", self, "other", other);
   dispatch_arithmetic(op, self, [&](auto tag) {
     using scalar_t = decltype(tag);
-    using compute_t = typename compute_type<scalar_t>::type;
-    cpu_map<scalar_t, scalar_t, scalar_t>(self, self, other, [&](scalar_t s, scalar_t o) {
-      return scalar_t(f(compute_t(s), compute_t(o)));
-    });
+    elementwise_map<scalar_t, scalar_t, scalar_t>(op, self, self, other, f);
   });
 }
 
-// self[i] = value (where mask[i], if a mask is given), for every dtype.
-void fill_where(const char* op, const Tensor& self, double value, const Tensor& mask) {
-  check_cpu(op, "self", self);
+// self[i] = value, for every dtype. On a GPU, the CUDA backend's fill kernel, which writes
+// without reading self first.
+void fill_all(const Tensor& self, double value) {
+#ifdef MINIGRAD_WITH_CUDA
+  if (self.device().is_cuda()) return cuda::fill(self, value);
+#endif
   dispatch_all(self.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
-    const scalar_t fill_value = scalar_as<scalar_t>(value);
-    if (mask.defined())
-      cpu_map<scalar_t, scalar_t, bool>(self, self, mask, [fill_value](scalar_t s, bool m) { return m ? fill_value : s; });
-    else
-      cpu_map<scalar_t, scalar_t>(self, self, [fill_value](scalar_t) { return fill_value; });
+    cpu_map<scalar_t, scalar_t>(self, self, elementwise::Fill{value});
+  });
+}
+
+// self[i] = value where mask[i], for every dtype.
+void masked_fill(const Tensor& self, const Tensor& mask, double value) {
+  dispatch_all(self.dtype(), [&](auto tag) {
+    using scalar_t = decltype(tag);
+    elementwise_map<scalar_t, scalar_t, bool>("masked_fill_", self, self, mask, elementwise::MaskedFill{value});
   });
 }
 
@@ -153,10 +133,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   check_writable("add_", "add()", *this);
   const Tensor operand = checked_operand("add_", "add()", "other", other, *this);
   check_scalar_fits("add_", "alpha", alpha, *this);
-  update_each_with("add_", *this, operand, [alpha](auto s, auto o) {
-    using compute_t = decltype(s);
-    return s + compute_t(alpha) * o;
-  });
+  update_each_with("add_", *this, operand, elementwise::AddScaled{alpha});
   bump_version(*this);
   return *this;
 }
@@ -164,7 +141,7 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
 Tensor& Tensor::add_(double other) {
   check_writable("add_", "add()", *this);
   check_scalar_fits("add_", "other", other, *this);
-  update_each("add_", *this, [other](auto s) { return s + decltype(s)(other); });
+  update_each("add_", *this, elementwise::AddScalar{other});
   bump_version(*this);
   return *this;
 }
@@ -172,7 +149,7 @@ Tensor& Tensor::add_(double other) {
 Tensor& Tensor::mul_(const Tensor& other) {
   check_writable("mul_", "mul()", *this);
   const Tensor operand = checked_operand("mul_", "mul()", "other", other, *this);
-  update_each_with("mul_", *this, operand, [](auto s, auto o) { return s * o; });
+  update_each_with("mul_", *this, operand, elementwise::Mul{});
   bump_version(*this);
   return *this;
 }
@@ -180,14 +157,14 @@ Tensor& Tensor::mul_(const Tensor& other) {
 Tensor& Tensor::mul_(double other) {
   check_writable("mul_", "mul()", *this);
   check_scalar_fits("mul_", "other", other, *this);
-  update_each("mul_", *this, [other](auto s) { return s * decltype(s)(other); });
+  update_each("mul_", *this, elementwise::MulScalar{other});
   bump_version(*this);
   return *this;
 }
 
 Tensor& Tensor::zero_() {
   check_writable("zero_", "zeros_like()", *this);
-  fill_where("zero_", *this, 0.0, Tensor());
+  fill_all(*this, 0.0);
   bump_version(*this);
   return *this;
 }
@@ -195,7 +172,7 @@ Tensor& Tensor::zero_() {
 Tensor& Tensor::fill_(double value) {
   check_writable("fill_", "full_like()", *this);
   check_scalar_fits("fill_", "value", value, *this);
-  fill_where("fill_", *this, value, Tensor());
+  fill_all(*this, value);
   bump_version(*this);
   return *this;
 }
@@ -207,7 +184,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
            checked_mask.dtype());
   check_same_device("masked_fill_", "self", *this, "mask", checked_mask);
   check_scalar_fits("masked_fill_", "value", value, *this);
-  fill_where("masked_fill_", *this, value, checked_mask);
+  masked_fill(*this, checked_mask, value);
   bump_version(*this);
   return *this;
 }

@@ -5,6 +5,7 @@
 // Backward is matmul again, on transposed views (the seed's C++ example):
 //   grad_self  = grad_out x other^T,  grad_other = self^T x grad_out,
 // each summed back down to its operand's shape over the broadcast batch dims.
+// On the GPU, cuBLAS computes it (cuda/matmul.cpp), reading those transposed views in place.
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -15,6 +16,9 @@
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
+#ifdef MINIGRAD_WITH_CUDA
+#include "cuda/matmul.h"
+#endif
 
 namespace minigrad {
 namespace {
@@ -89,6 +93,14 @@ void gemm_blocked(const T* __restrict a, const T* __restrict b, T* __restrict c,
 }
 
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShapes& s) {
+#ifdef MINIGRAD_WITH_CUDA
+  if (a.device().is_cuda()) {
+    Tensor out = empty(s.result, TensorOptions(a.dtype()).device(a.device()));
+    cuda::matmul(a.reshape(s.self_matrix), b.reshape(s.other_matrix), out.view(s.batch_plus(s.m, s.n)));
+    return out;
+  }
+#endif
+  check_cpu("matmul", "self", a);
   if (is_half(a.dtype()))
     return copy_as(matmul_kernel(copy_as(a, kFloat32, a.device()), copy_as(b, kFloat32, b.device()), s), a.dtype(),
                    a.device());
@@ -150,7 +162,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   check_floating("matmul", "self", a);
   check_same_dtype("matmul", "self", a, "other", b);
   check_same_device("matmul", "self", a, "other", b);
-  check_cpu("matmul", "self", a);
   return Matmul::apply(a, b);
 }
 

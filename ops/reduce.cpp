@@ -5,6 +5,8 @@
 // belongs to and where it sits among the reduced dims. Sums accumulate in double for
 // floating inputs (a float32 accumulator stops growing at 2^24 when adding ones) and in
 // int64 for integer and bool inputs; float16/bfloat16 are upcast to float32 first.
+// On the GPU, cuda/reduce.cu has the kernels (the same accumulators, except that
+// float16/bfloat16 load natively and accumulate in float) and the same max_prefers rule.
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -17,6 +19,9 @@
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
 #include "ops/reduce_combine.h"
+#ifdef MINIGRAD_WITH_CUDA
+#include "cuda/reduce.h"
+#endif
 
 namespace minigrad {
 namespace {
@@ -108,12 +113,19 @@ struct SumTypes<bool> {
 
 // The sum (or, with `mean`, the average) of x over the reduced dims.
 Tensor sum_kernel(const char* op, const Tensor& x, const std::vector<bool>& reduced, bool keepdim, bool mean) {
+  const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : kInt64;
+  const double count = static_cast<double>(reduced_count(x.sizes(), reduced));
+#ifdef MINIGRAD_WITH_CUDA
+  if (x.device().is_cuda()) {
+    Tensor out = empty(reduced_sizes(x.sizes(), reduced, keepdim), TensorOptions(out_dtype).device(x.device()));
+    cuda::sum_reduce(x, reduced, mean ? count : 1.0, out);
+    return out;
+  }
+#endif
   check_cpu(op, "self", x);
   if (is_half(x.dtype()))
     return copy_as(sum_kernel(op, copy_as(x, kFloat32, x.device()), reduced, keepdim, mean), x.dtype(), x.device());
-  const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : kInt64;
   Tensor out = empty(reduced_sizes(x.sizes(), reduced, keepdim), TensorOptions(out_dtype).device(x.device()));
-  const double count = static_cast<double>(reduced_count(x.sizes(), reduced));
   dispatch_all(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     using acc_t = typename SumTypes<scalar_t>::acc_t;
@@ -146,18 +158,28 @@ struct MaxAlongDim {
 };
 
 MaxAlongDim max_kernel(const char* op, const Tensor& x, int64_t dim, bool keepdim) {
-  check_cpu(op, "self", x);
   MG_CHECK(x.size(dim) > 0, "{}: cannot reduce over dim {} of size 0 (input 'self' has shape {}): the maximum of no "
            "elements is undefined", op, dim, shape_str(x.sizes()));
+  std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
+  reduced[static_cast<size_t>(dim)] = true;
+  const Shape out_sizes = reduced_sizes(x.sizes(), reduced, keepdim);
+  auto allocate_result = [&] {
+    return MaxAlongDim{empty(out_sizes, TensorOptions(x.dtype()).device(x.device())),
+                       empty(out_sizes, TensorOptions(kInt64).device(x.device()))};
+  };
+#ifdef MINIGRAD_WITH_CUDA
+  if (x.device().is_cuda()) {
+    MaxAlongDim result = allocate_result();
+    cuda::max_reduce(x, dim, result.values, result.indices);
+    return result;
+  }
+#endif
+  check_cpu(op, "self", x);
   if (is_half(x.dtype())) {
     MaxAlongDim upcast = max_kernel(op, copy_as(x, kFloat32, x.device()), dim, keepdim);
     return {copy_as(upcast.values, x.dtype(), x.device()), upcast.indices};
   }
-  std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
-  reduced[static_cast<size_t>(dim)] = true;
-  const Shape out_sizes = reduced_sizes(x.sizes(), reduced, keepdim);
-  MaxAlongDim result{empty(out_sizes, TensorOptions(x.dtype()).device(x.device())),
-                     empty(out_sizes, TensorOptions(kInt64).device(x.device()))};
+  MaxAlongDim result = allocate_result();
   dispatch_all(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     const scalar_t* px = x.data_ptr<scalar_t>();
@@ -183,6 +205,12 @@ MaxAlongDim max_kernel(const char* op, const Tensor& x, int64_t dim, bool keepdi
 // dst[..., index[...], ...] = src[...] along `dim`: each output's gradient goes back to the
 // input element the maximum came from. src and index have dst's shape with `dim` of size 1.
 void scatter_along_dim(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
+#ifdef MINIGRAD_WITH_CUDA
+  if (dst.device().is_cuda()) {  // the kernel takes dst (fresh zeros), src and index contiguous
+    cuda::scatter_along_dim(dst, dim, index.contiguous(), src.contiguous());
+    return;
+  }
+#endif
   Shape dst_strides = dst.strides();
   const int64_t dim_stride = dst_strides[static_cast<size_t>(dim)];
   dst_strides[static_cast<size_t>(dim)] = 0;  // the index supplies the position along dim

@@ -17,20 +17,18 @@ namespace {
 
 struct ReLU : Function<ReLU> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    // `v < 0 ? 0 : v` rather than `v > 0 ? v : 0`: a NaN input stays NaN (both
-    // comparisons are false for NaN), so a bad value upstream is not silently zeroed.
-    Tensor out = unary_float_op("relu", x, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
+    Tensor out = unary_float_op("relu", x, elementwise::Relu{});  // NaN stays NaN
     ctx.save_for_backward({x});
     return out;
   }
 
   // d relu / dx is 1 where x > 0 and 0 where x < 0; at exactly 0 we take 0, as PyTorch does.
-  // where() rather than grad * mask, so an Inf or NaN gradient in a masked-out element
-  // gives 0 and not Inf * 0 = NaN.
+  // The seed writes this as where(x > 0, grad, 0): three passes over memory (the mask, the
+  // zeros, the select). One kernel over (grad, x) does the same select in one pass, and an
+  // Inf or NaN gradient in a masked-out element still gives 0, not Inf * 0 = NaN.
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor x = ctx.saved_tensors()[0];
-    const Tensor& grad = grad_outputs[0];
-    return {where(gt(x, 0.0), grad, zeros_like(grad))};
+    return {binary_float_op("relu_backward", grad_outputs[0], x, elementwise::ReluBackward{})};
   }
 };
 

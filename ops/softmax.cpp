@@ -5,6 +5,8 @@
 // exponentials accumulates in double. Backward uses the saved output only:
 //   softmax:     dx = y * (g - sum(g * y, dim))
 //   log_softmax: dx = g - exp(y) * sum(g, dim)
+// On the GPU, cuda/softmax.cu has row kernels along the last dim for both directions (the
+// backward fused into one pass over g and y); another dim is moved last by a copy.
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -16,9 +18,41 @@
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
+#ifdef MINIGRAD_WITH_CUDA
+#include "cuda/softmax.h"
+#endif
 
 namespace minigrad {
 namespace {
+
+#ifdef MINIGRAD_WITH_CUDA
+// The CUDA kernels read contiguous rows along the last dim. Another dim, or a strided
+// tensor, goes through a contiguous copy with `dim` moved last, and the result comes back
+// through a copy: the output is contiguous, as on the CPU.
+Tensor softmax_cuda(const Tensor& x, int64_t dim, bool log) {
+  if (x.dim() == 0) return softmax_cuda(x.reshape({1}), 0, log).reshape({});
+  const int64_t last = x.dim() - 1;
+  if (dim != last || !x.is_contiguous())
+    return softmax_cuda(x.transpose(dim, last).contiguous(), last, log).transpose(dim, last).contiguous();
+  Tensor y = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  cuda::softmax_rows(x, y, log);
+  return y;
+}
+
+// The backward in one kernel (the composite formula takes four), for any dim the same way.
+Tensor softmax_backward_cuda(const Tensor& grad, const Tensor& y, int64_t dim, bool log) {
+  if (y.dim() == 0) return softmax_backward_cuda(grad.reshape({1}), y.reshape({1}), 0, log).reshape({});
+  const int64_t last = y.dim() - 1;
+  if (dim != last || !grad.is_contiguous() || !y.is_contiguous())
+    return softmax_backward_cuda(grad.transpose(dim, last).contiguous(), y.transpose(dim, last).contiguous(), last,
+                                 log)
+        .transpose(dim, last)
+        .contiguous();
+  Tensor grad_input = empty(y.sizes(), TensorOptions(y.dtype()).device(y.device()));
+  cuda::softmax_backward_rows(grad, y, grad_input, log);
+  return grad_input;
+}
+#endif
 
 // y = softmax(x) or log_softmax(x) along `dim` (wrapped, x at least 1-D and non-empty).
 void softmax_lanes(const Tensor& x, const Tensor& y, int64_t dim, bool log) {
@@ -52,6 +86,9 @@ void softmax_lanes(const Tensor& x, const Tensor& y, int64_t dim, bool log) {
 
 Tensor softmax_kernel(const char* op, const Tensor& x, int64_t dim, bool log) {
   check_floating(op, "self", x);
+#ifdef MINIGRAD_WITH_CUDA
+  if (x.device().is_cuda()) return softmax_cuda(x, dim, log);
+#endif
   check_cpu(op, "self", x);
   if (is_half(x.dtype()))
     return copy_as(softmax_kernel(op, copy_as(x, kFloat32, x.device()), dim, log), x.dtype(), x.device());
@@ -76,7 +113,11 @@ struct Softmax : Function<Softmax> {
   static tensor_list backward(Context& ctx, tensor_list grads) {
     const Tensor y = ctx.saved_tensors()[0];
     const Tensor& g = grads[0];
-    const Tensor g_dot_y = sum(g * y, {ctx.saved_data["dim"].toInt()}, /*keepdim=*/true);
+    const int64_t dim = ctx.saved_data["dim"].toInt();
+#ifdef MINIGRAD_WITH_CUDA
+    if (y.device().is_cuda()) return {softmax_backward_cuda(g, y, dim, /*log=*/false), Tensor()};
+#endif
+    const Tensor g_dot_y = sum(g * y, {dim}, /*keepdim=*/true);
     return {y * (g - g_dot_y), Tensor()};
   }
 };
@@ -92,7 +133,11 @@ struct LogSoftmax : Function<LogSoftmax> {
   static tensor_list backward(Context& ctx, tensor_list grads) {
     const Tensor y = ctx.saved_tensors()[0];
     const Tensor& g = grads[0];
-    const Tensor g_sum = sum(g, {ctx.saved_data["dim"].toInt()}, /*keepdim=*/true);
+    const int64_t dim = ctx.saved_data["dim"].toInt();
+#ifdef MINIGRAD_WITH_CUDA
+    if (y.device().is_cuda()) return {softmax_backward_cuda(g, y, dim, /*log=*/true), Tensor()};
+#endif
+    const Tensor g_sum = sum(g, {dim}, /*keepdim=*/true);
     return {g - exp(y) * g_sum, Tensor()};
   }
 };

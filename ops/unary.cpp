@@ -1,7 +1,8 @@
 // Elementwise math: neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp.
 //
-// Each op is a Function whose forward is one formula handed to unary_float_op (float32 and
-// float64 computed directly, float16/bfloat16 through float) and whose backward is the
+// Each op is a Function whose forward is one formula (a functor of ops/elementwise_functors.h)
+// handed to unary_float_op, which runs it on the input's device (float32 and float64
+// computed directly, float16/bfloat16 in float), and whose backward is the
 // derivative written with the public ops. What forward saves is whatever makes the
 // derivative cheapest: exp, sqrt, tanh and sigmoid have derivatives that are simple
 // functions of their own output (exp' = exp, tanh' = 1 - tanh^2, ...), so they save the
@@ -24,14 +25,14 @@ Tensor keep_where(const Tensor& keep, const Tensor& values) { return where(keep,
 
 struct Neg : Function<Neg> {
   static Tensor forward(Context&, const Tensor& x) {
-    return unary_float_op("neg", x, [](auto v) { return -v; });
+    return unary_float_op("neg", x, elementwise::Neg{});
   }
   static tensor_list backward(Context&, tensor_list grad_outputs) { return {neg(grad_outputs[0])}; }
 };
 
 struct Exp : Function<Exp> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("exp", x, [](auto v) { return std::exp(v); });
+    Tensor out = unary_float_op("exp", x, elementwise::Exp{});
     ctx.save_for_backward({out});
     return out;
   }
@@ -42,7 +43,7 @@ struct Exp : Function<Exp> {
 
 struct Log : Function<Log> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("log", x, [](auto v) { return std::log(v); });
+    Tensor out = unary_float_op("log", x, elementwise::Log{});
     ctx.save_for_backward({x});
     return out;
   }
@@ -54,7 +55,7 @@ struct Log : Function<Log> {
 // d/dx sqrt(x) = 1 / (2 sqrt(x)).
 struct Sqrt : Function<Sqrt> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("sqrt", x, [](auto v) { return std::sqrt(v); });
+    Tensor out = unary_float_op("sqrt", x, elementwise::Sqrt{});
     ctx.save_for_backward({out});
     return out;
   }
@@ -65,7 +66,7 @@ struct Sqrt : Function<Sqrt> {
 
 struct Erf : Function<Erf> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("erf", x, [](auto v) { return std::erf(v); });
+    Tensor out = unary_float_op("erf", x, elementwise::Erf{});
     ctx.save_for_backward({x});
     return out;
   }
@@ -78,7 +79,7 @@ struct Erf : Function<Erf> {
 // d/dx tanh(x) = 1 - tanh(x)^2.
 struct Tanh : Function<Tanh> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("tanh", x, [](auto v) { return std::tanh(v); });
+    Tensor out = unary_float_op("tanh", x, elementwise::Tanh{});
     ctx.save_for_backward({out});
     return out;
   }
@@ -89,13 +90,9 @@ struct Tanh : Function<Tanh> {
 };
 
 // sigmoid(x) = 1 / (1 + exp(-x)); its derivative is sigmoid(x) * (1 - sigmoid(x)).
-// For x -> -inf, exp(-x) overflows to inf and the quotient is 0: the right limit.
 struct Sigmoid : Function<Sigmoid> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("sigmoid", x, [](auto v) {
-      using T = decltype(v);
-      return T(1) / (T(1) + std::exp(-v));
-    });
+    Tensor out = unary_float_op("sigmoid", x, elementwise::Sigmoid{});
     ctx.save_for_backward({out});
     return out;
   }
@@ -109,7 +106,7 @@ struct Sigmoid : Function<Sigmoid> {
 // a parameter sitting exactly at 0 where it is.
 struct Abs : Function<Abs> {
   static Tensor forward(Context& ctx, const Tensor& x) {
-    Tensor out = unary_float_op("abs", x, [](auto v) { return std::abs(v); });
+    Tensor out = unary_float_op("abs", x, elementwise::Abs{});
     ctx.save_for_backward({x});
     return out;
   }
@@ -124,7 +121,7 @@ struct Abs : Function<Abs> {
 // also at x = 0, where the formula would give 0 * 0^-1 = 0 * inf = NaN.
 struct PowScalar : Function<PowScalar> {
   static Tensor forward(Context& ctx, const Tensor& x, double exponent) {
-    Tensor out = unary_float_op("pow", x, [exponent](auto v) { return std::pow(v, decltype(v)(exponent)); });
+    Tensor out = unary_float_op("pow", x, elementwise::PowScalar{exponent});
     ctx.save_for_backward({x});
     ctx.saved_data["exponent"] = exponent;
     return out;
@@ -150,7 +147,7 @@ struct PowTensor : Function<PowTensor> {
     check_defined("pow", "self", x);
     check_defined("pow", "exponent", exponent);
     check_same_dtype("pow", "self", x, "exponent", exponent);
-    Tensor out = binary_float_op("pow", x, exponent, [](auto v, auto e) { return std::pow(v, e); });
+    Tensor out = binary_float_op("pow", x, exponent, elementwise::Pow{});
     ctx.save_for_backward({x, exponent, out});
     return out;
   }
@@ -173,15 +170,10 @@ struct PowTensor : Function<PowTensor> {
   }
 };
 
-// clamp(x) = min(max(x, lo), hi), PyTorch's definition: NaN stays NaN (both comparisons
-// are false), and lo > hi gives hi everywhere. The gradient passes where lo <= x <= hi.
+// clamp(x) = min(max(x, lo), hi) (NaN stays NaN). The gradient passes where lo <= x <= hi.
 struct Clamp : Function<Clamp> {
   static Tensor forward(Context& ctx, const Tensor& x, double min, double max) {
-    Tensor out = unary_float_op("clamp", x, [min, max](auto v) {
-      using T = decltype(v);
-      const T at_least_min = v < T(min) ? T(min) : v;
-      return at_least_min > T(max) ? T(max) : at_least_min;
-    });
+    Tensor out = unary_float_op("clamp", x, elementwise::Clamp{min, max});
     ctx.save_for_backward({x});
     ctx.saved_data["min"] = min;
     ctx.saved_data["max"] = max;

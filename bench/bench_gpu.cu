@@ -1,0 +1,434 @@
+// Benchmark: minigrad's ops on the GPU against the hardware's limits, measured in one run.
+//
+// Every memory-bound op has a floor: the fewest bytes it must move (each input read once,
+// each output written once) divided by the copy bandwidth measured here, a few seconds
+// earlier, on the same GPU. Every matmul has a floor: its FLOPs divided by the matmul rate
+// measured here. `roofline` = floor time / measured time, so 1.0 is the hardware's limit
+// and the number says how far an op is from it, whatever the GPU.
+//
+// How each row is timed (DESIGN.md, "Measuring"):
+//   - CUDA events around each run, on the current stream. The runs are enqueued back to
+//     back and the host waits once at the end, so the GPU never idles waiting for the host
+//     to launch the next kernel: the events time the GPU's work, not the host's.
+//   - warm-up first (the caching allocator fills its pools, cuBLAS picks its kernels, the
+//     clocks rise from idle), then the median of many runs: robust to the odd slow run.
+//   - inputs of 256 MiB, four times the H200's 60 MB L2, so every run streams from HBM;
+//     drawn with randn, never zeros (zeros flatter a GPU: less power, higher clocks).
+//   - peak_mib: the caching allocator's peak of live bytes during the row, inputs included
+//     (they are live), as PyTorch's max_memory_allocated reports it.
+//
+// This file is a .cu only because it is a CUDA-only program (built with MINIGRAD_CUDA);
+// it launches no kernel of its own: everything it times goes through minigrad's ops.
+//
+//   bench_gpu --json PATH [--date YYYY-MM-DD] [--commit SHA]
+//
+// Writes the results JSON of DESIGN.md to PATH (bench/compare_pytorch.py then appends
+// PyTorch's rows to the same file) and prints a table. Exits 1 if any row failed (the
+// others are still measured and written), 2 on bad arguments or when no GPU is present.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "cuda/runtime.h"
+#include "minigrad.h"
+
+using namespace minigrad;
+
+namespace {
+
+// The reference shapes of issue 3 and DESIGN.md's anchors.
+constexpr int64_t kRows = 16384, kCols = 8192;  // 128 Mi elements: 256 MiB in bf16
+constexpr int64_t kMatmulSize = 8192;           // 8192^3: long enough that cuBLAS runs at its peak
+constexpr int kChainLength = 2000;              // same chain as bench_overhead, on the GPU
+constexpr int64_t kChainElements = 1024;        // small: the op's fixed cost dominates
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// Enough runs for a stable median without spending the GPU round's time: about 0.3 s of
+// timed work per row, at least 20 runs, at most 300.
+constexpr double kTimedBudgetMs = 300.0;
+constexpr int kMinRuns = 20, kMaxRuns = 300;
+constexpr int kWarmupRuns = 5;
+
+struct Row {
+  std::string op, impl;
+  Shape shape;
+  std::string dtype, pass;
+  std::optional<double> ms, gbps, tflops, roofline, peak_mib;
+  std::string error;  // non-empty: the row failed, and why
+};
+
+struct Ceilings {
+  std::optional<double> copy_gbps, matmul_tflops;
+};
+
+// Median GPU time of `work` in milliseconds. `work` enqueues its kernels on the current
+// stream and must not wait for them.
+double median_gpu_ms(const std::function<void()>& work) {
+  const cudaStream_t stream = cuda::current_stream();
+  cudaEvent_t probe_start, probe_stop;
+  MG_CUDA_CHECK(cudaEventCreate(&probe_start), "bench_gpu");
+  MG_CUDA_CHECK(cudaEventCreate(&probe_stop), "bench_gpu");
+  // The warm-up doubles as the estimate that sizes the timed loop.
+  MG_CUDA_CHECK(cudaEventRecord(probe_start, stream), "bench_gpu");
+  for (int i = 0; i < kWarmupRuns; ++i) work();
+  MG_CUDA_CHECK(cudaEventRecord(probe_stop, stream), "bench_gpu");
+  MG_CUDA_CHECK(cudaEventSynchronize(probe_stop), "bench_gpu");
+  float warmup_ms = 0.f;
+  MG_CUDA_CHECK(cudaEventElapsedTime(&warmup_ms, probe_start, probe_stop), "bench_gpu");
+  MG_CUDA_CHECK(cudaEventDestroy(probe_start), "bench_gpu");
+  MG_CUDA_CHECK(cudaEventDestroy(probe_stop), "bench_gpu");
+  const double estimate_ms = std::max(1e-3, static_cast<double>(warmup_ms) / kWarmupRuns);
+  const int runs = std::clamp(static_cast<int>(kTimedBudgetMs / estimate_ms), kMinRuns, kMaxRuns);
+
+  std::vector<cudaEvent_t> start(static_cast<size_t>(runs)), stop(static_cast<size_t>(runs));
+  for (int i = 0; i < runs; ++i) {
+    MG_CUDA_CHECK(cudaEventCreate(&start[i]), "bench_gpu");
+    MG_CUDA_CHECK(cudaEventCreate(&stop[i]), "bench_gpu");
+  }
+  for (int i = 0; i < runs; ++i) {
+    MG_CUDA_CHECK(cudaEventRecord(start[i], stream), "bench_gpu");
+    work();
+    MG_CUDA_CHECK(cudaEventRecord(stop[i], stream), "bench_gpu");
+  }
+  MG_CUDA_CHECK(cudaEventSynchronize(stop.back()), "bench_gpu");
+  std::vector<double> ms;
+  for (int i = 0; i < runs; ++i) {
+    float t = 0.f;
+    MG_CUDA_CHECK(cudaEventElapsedTime(&t, start[i], stop[i]), "bench_gpu");
+    ms.push_back(t);
+    MG_CUDA_CHECK(cudaEventDestroy(start[i]), "bench_gpu");
+    MG_CUDA_CHECK(cudaEventDestroy(stop[i]), "bench_gpu");
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+double peak_mib_since_reset() { return static_cast<double>(cuda::allocator_stats().peak_allocated_bytes) / kMiB; }
+
+// A memory-bound row: `bytes` is the floor's traffic (each input read once, each output
+// written once).
+Row memory_row(const std::string& op, const std::string& impl, const Shape& shape, DType dtype,
+               const std::string& pass, double bytes, const Ceilings& ceilings, const std::function<void()>& work) {
+  Row r{op, impl, shape, dtype_name(dtype), pass, {}, {}, {}, {}, {}, {}};
+  try {
+    cuda::reset_peak_stats();
+    const double ms = median_gpu_ms(work);
+    r.ms = ms;
+    r.gbps = bytes / (ms * 1e-3) / 1e9;
+    if (ceilings.copy_gbps) r.roofline = (bytes / (*ceilings.copy_gbps * 1e9)) / (ms * 1e-3);
+    r.peak_mib = peak_mib_since_reset();
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// The per-op fixed cost on the GPU: host wall time of a chain of small ops, the wait for
+// the GPU included, per op. Here the GPU's work is a few microseconds per kernel at most;
+// what is measured is the framework's launch path (checks, allocation, tape, launch).
+// Same chain as bench_overhead: * 0.5, + offset, * 2, - 2 * offset, which maps x to x
+// exactly, so nothing drifts into denormals however long the chain.
+Tensor run_chain(const Tensor& x, const Tensor& offset, const Tensor& twice_offset) {
+  Tensor y = x;
+  for (int i = 0; i < kChainLength; i += 4) {
+    y = y * 0.5;
+    y = y + offset;
+    y = y * 2.0;
+    y = y - twice_offset;
+  }
+  return y;
+}
+
+Row chain_row(const std::string& pass, const std::function<void()>& run_once) {
+  Row r{"chain_small_ops", "minigrad", {kChainElements}, "float32", pass, {}, {}, {}, {}, {}, {}};
+  try {
+    cuda::reset_peak_stats();
+    for (int i = 0; i < 3; ++i) run_once();
+    cuda::synchronize();
+    std::vector<double> ms_per_op;
+    for (int i = 0; i < 30; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      run_once();
+      cuda::synchronize();  // the chain is done when the GPU is, not when the last launch returns
+      const auto stop = std::chrono::steady_clock::now();
+      ms_per_op.push_back(std::chrono::duration<double, std::milli>(stop - start).count() / kChainLength);
+    }
+    std::sort(ms_per_op.begin(), ms_per_op.end());
+    r.ms = ms_per_op[ms_per_op.size() / 2];  // per op: the row's "ms" is the time of one op
+    r.peak_mib = peak_mib_since_reset();
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+std::string json_number(const std::optional<double>& v, int decimals) {
+  if (!v || !std::isfinite(*v)) return "null";
+  return fmt::format("{:.{}f}", *v, decimals);
+}
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      out += fmt::format("\\u{:04x}", static_cast<int>(c));
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string json_shape(const Shape& shape) {
+  std::string out = "[";
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+  return out + "]";
+}
+
+// One row per line: easy to diff, and compare_pytorch.py rewrites the file the same way.
+bool write_json(const std::string& path, const std::string& device, const std::string& date,
+                const std::string& commit, const Ceilings& ceilings, const std::vector<Row>& rows) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (!f) return false;
+  fmt::print(f, "{{\"device\": {}, \"date\": {}, \"commit\": {},\n", json_string(device), json_string(date),
+             json_string(commit));
+  fmt::print(f, " \"ceilings\": {{\"copy_gbps\": {}, \"bf16_matmul_tflops\": {}}},\n", json_number(ceilings.copy_gbps, 1),
+             json_number(ceilings.matmul_tflops, 1));
+  fmt::print(f, " \"rows\": [");
+  bool first = true;
+  for (const Row& r : rows) {
+    if (!r.error.empty()) continue;  // a failed row has no numbers; the table and exit code report it
+    fmt::print(f,
+               "{}\n  {{\"op\": {}, \"impl\": {}, \"shape\": {}, \"dtype\": {}, \"pass\": {}, \"ms\": {}, "
+               "\"gbps\": {}, \"tflops\": {}, \"roofline\": {}, \"peak_mib\": {}}}",
+               first ? "" : ",", json_string(r.op), json_string(r.impl), json_shape(r.shape), json_string(r.dtype),
+               json_string(r.pass), json_number(r.ms, 6), json_number(r.gbps, 1), json_number(r.tflops, 1),
+               json_number(r.roofline, 3), json_number(r.peak_mib, 1));
+    first = false;
+  }
+  fmt::print(f, "\n]}}\n");
+  return std::fclose(f) == 0;
+}
+
+std::string today_utc() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
+  return buf;
+}
+
+std::string format_opt(const std::optional<double>& v, const char* spec) {
+  return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
+}
+
+int run(int argc, char** argv) {
+  std::string json_path, date = today_utc(), commit = "unknown";
+  for (int i = 1; i < argc; ++i) {
+    const bool has_value = i + 1 < argc;
+    if (std::strcmp(argv[i], "--json") == 0 && has_value) {
+      json_path = argv[++i];
+    } else if (std::strcmp(argv[i], "--date") == 0 && has_value) {
+      date = argv[++i];
+    } else if (std::strcmp(argv[i], "--commit") == 0 && has_value) {
+      commit = argv[++i];
+    } else {
+      fmt::print(stderr, "usage: {} --json PATH [--date YYYY-MM-DD] [--commit SHA]\n", argv[0]);
+      return 2;
+    }
+  }
+  if (json_path.empty()) {
+    fmt::print(stderr, "usage: {} --json PATH [--date YYYY-MM-DD] [--commit SHA]\n", argv[0]);
+    return 2;
+  }
+  if (!cuda_is_available()) {
+    fmt::print("bench_gpu: no GPU is present (or this build has no CUDA backend): nothing to measure\n");
+    return 2;
+  }
+
+  const Device gpu = Device::cuda(0);
+  cudaDeviceProp prop{};
+  MG_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0), "bench_gpu");
+  const std::string device_name = prop.name;
+  fmt::print("bench_gpu: {} ({} SMs, L2 {} MB), date {}, commit {}\n", device_name, prop.multiProcessorCount,
+             prop.l2CacheSize / 1000000, date, commit);
+
+  // Inputs, drawn once and shared by the rows: every row reads them from HBM anyway (256 MiB
+  // against a 60 MB L2), so drawing fresh ones per row would only cost time. randn draws on
+  // the CPU and copies; that takes a few seconds for these sizes.
+  manual_seed(0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
+  const Tensor x = randn({kRows, kCols}, bf16_gpu);
+  const Tensor grad = randn({kRows, kCols}, bf16_gpu);  // the upstream gradient of the full passes
+  const Tensor bias = randn({kCols}, bf16_gpu);
+  cuda::synchronize();
+  fmt::print("inputs drawn in {:.1f} s\n",
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+
+  const double n = static_cast<double>(kRows * kCols);
+  const double elem = 2.0;  // bytes of one bf16 element
+  Ceilings ceilings;
+  std::vector<Row> rows;
+  std::vector<std::string> failures;
+
+  // ---- ceilings, measured before the rows, in this run ----
+  // Copy: device-to-device cudaMemcpy of 256 MiB (the size the rows stream), counting the
+  // bytes read and the bytes written.
+  try {
+    const Tensor copy_dst = empty({kRows, kCols}, bf16_gpu);
+    const double copy_bytes = n * elem;
+    auto copy_once = [&] {
+      MG_CUDA_CHECK(cudaMemcpyAsync(copy_dst.raw_data(), x.raw_data(), static_cast<size_t>(copy_bytes),
+                                    cudaMemcpyDeviceToDevice, cuda::current_stream()),
+                    "bench_gpu copy ceiling");
+    };
+    // An idle GPU runs its SMs at a few hundred MHz and takes a while to reach full clocks;
+    // half a second of copies first, so that no ceiling is measured on a cold GPU (a low
+    // ceiling would inflate every roofline after it).
+    for (int i = 0; i < 4000; ++i) copy_once();
+    cuda::synchronize();
+    const double ms = median_gpu_ms(copy_once);
+    ceilings.copy_gbps = 2.0 * copy_bytes / (ms * 1e-3) / 1e9;
+  } catch (const std::exception& e) {
+    failures.push_back(fmt::format("copy ceiling: {}", e.what()));
+  }
+
+  // bf16 matmul: 8192^3 through minigrad's matmul (cuBLAS underneath), on the two halves of x
+  // (contiguous 8192 x 8192 slices, random data). This is also the matmul row: its roofline
+  // against itself is 1 by construction, so compare_pytorch.py sets it against PyTorch's
+  // matmul in the same file, which is what the issue's target (>= 0.95 of PyTorch) asks.
+  {
+    const Tensor a = x.slice(0, 0, kMatmulSize);
+    const Tensor b = x.slice(0, kMatmulSize, 2 * kMatmulSize);
+    const double flops = 2.0 * kMatmulSize * kMatmulSize * kMatmulSize;
+    Row r{"matmul", "minigrad", {kMatmulSize, kMatmulSize, kMatmulSize}, "bfloat16", "fwd", {}, {}, {}, {}, {}, {}};
+    try {
+      cuda::reset_peak_stats();
+      const double ms = median_gpu_ms([&] { matmul(a, b); });
+      r.ms = ms;
+      r.tflops = flops / (ms * 1e-3) / 1e12;
+      ceilings.matmul_tflops = r.tflops;
+      r.roofline = 1.0;
+      r.peak_mib = peak_mib_since_reset();
+    } catch (const std::exception& e) {
+      r.error = e.what();
+    }
+    rows.push_back(r);
+  }
+
+  // ---- memory-bound rows ----
+  // Forward floor: read x, write y (2 n elements). Full (forward + backward) floor: the
+  // forward's 2 n, plus backward reading grad and x and writing grad_x (3 n): 5 n.
+  const double fwd_bytes = 2.0 * n * elem;
+  const double full_bytes = 5.0 * n * elem;
+  const Shape shape = {kRows, kCols};
+  // A leaf that requires grad, sharing x's memory: the full passes differentiate through it.
+  Tensor xg = x.detach().requires_grad_();
+
+  // Each full pass starts with no gradient on the leaf, so the backward writes grad_x fresh
+  // (the engine hands its buffer to .grad without a copy) instead of accumulating into it.
+  using UnaryFn = std::function<Tensor(const Tensor&)>;
+  auto full_pass = [&xg, &grad](UnaryFn f) {
+    return [&xg, &grad, f] {
+      xg.mutable_grad() = Tensor();
+      f(xg).backward(grad);
+    };
+  };
+
+  struct Case {
+    const char* op;
+    const char* impl;
+    UnaryFn f;
+  };
+  // op "gelu" is the exact form (gelu's default); "gelu_tanh" is gelu(x, GeluApproximation::Tanh).
+  const Case cases[] = {
+      {"gelu", "minigrad", [](const Tensor& t) { return gelu(t); }},
+      // The seed's formula, five elementwise ops, each its own pass over memory; its backward
+      // is the tape's, through all five: what fusing into gelu() saves.
+      {"gelu", "minigrad_composite", [](const Tensor& t) { return 0.5 * t * (1.0 + erf(t / std::sqrt(2.0))); }},
+      {"gelu_tanh", "minigrad", [](const Tensor& t) { return gelu(t, GeluApproximation::Tanh); }},
+      {"relu", "minigrad", [](const Tensor& t) { return relu(t); }},
+  };
+  for (const Case& c : cases) {
+    rows.push_back(memory_row(c.op, c.impl, shape, kBFloat16, "fwd", fwd_bytes, ceilings, [&] { c.f(x); }));
+    rows.push_back(memory_row(c.op, c.impl, shape, kBFloat16, "full", full_bytes, ceilings, full_pass(c.f)));
+    xg.mutable_grad() = Tensor();  // the last run's gradient would count in the next row's peak
+  }
+
+  // add with broadcasting: [16384, 8192] + [8192]. Floor: read both inputs, write the output.
+  rows.push_back(memory_row("add", "minigrad", shape, kBFloat16, "fwd", (2.0 * n + kCols) * elem, ceilings,
+                            [&] { add(x, bias); }));
+
+  // ---- per-op overhead on the GPU ----
+  {
+    const TensorOptions f32_gpu = TensorOptions(kFloat32).device(gpu);
+    const Tensor offset = randn({kChainElements}, f32_gpu);
+    const Tensor twice_offset = offset * 2.0;
+    const Tensor input = randn({kChainElements}, f32_gpu);
+    Tensor leaf = input.detach().clone().requires_grad_();
+    rows.push_back(chain_row("fwd", [&] {
+      NoGradGuard no_grad;
+      run_chain(input, offset, twice_offset);
+    }));
+    rows.push_back(chain_row("full", [&] {
+      // The graph is built, replayed and destroyed inside the timed region.
+      leaf.mutable_grad() = Tensor();
+      run_chain(leaf, offset, twice_offset).sum().backward();
+    }));
+  }
+
+  // ---- report ----
+  fmt::print("ceilings: copy {} GB/s (read + write), bf16 matmul {} TFLOP/s\n", format_opt(ceilings.copy_gbps, "{:.0f}"),
+             format_opt(ceilings.matmul_tflops, "{:.0f}"));
+  fmt::print("{:<16} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", "op", "impl", "shape", "dtype",
+             "pass", "ms", "GB/s", "TFLOP/s", "roofline", "peak MiB");
+  for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      fmt::print("{:<16} {:<19} {:<20} {:<9} {:<5} FAILED: {}\n", r.op, r.impl, json_shape(r.shape), r.dtype, r.pass,
+                 r.error);
+      failures.push_back(fmt::format("{} {} {}: {}", r.op, r.impl, r.pass, r.error));
+      continue;
+    }
+    // The chain rows' time is per op: shown in microseconds.
+    const std::string time = r.op == "chain_small_ops" ? fmt::format("{:.2f} us/op", *r.ms * 1e3)
+                                                       : format_opt(r.ms, "{:.4f}");
+    fmt::print("{:<16} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", r.op, r.impl, json_shape(r.shape),
+               r.dtype, r.pass, time, format_opt(r.gbps, "{:.0f}"), format_opt(r.tflops, "{:.0f}"),
+               format_opt(r.roofline, "{:.3f}"), format_opt(r.peak_mib, "{:.0f}"));
+  }
+
+  if (!write_json(json_path, device_name, date, commit, ceilings, rows)) {
+    fmt::print(stderr, "bench_gpu: cannot write {}\n", json_path);
+    return 2;
+  }
+  fmt::print("results written to {}\n", json_path);
+  for (const std::string& f : failures) fmt::print("FAILED: {}\n", f);
+  return failures.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+// Errors inside a row are caught there (the row fails, the others go on); this catches the
+// rest (no inputs, no device), so the round's log shows the message, not a bare abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    fmt::print("bench_gpu FAILED: {}\n", e.what());
+    return 1;
+  }
+}

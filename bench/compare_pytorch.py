@@ -1,0 +1,396 @@
+#!/usr/bin/env python3
+"""PyTorch on the same GPU, the same ops and shapes as bench_gpu, in the same results file.
+
+A measuring tool only: it runs where PyTorch is installed (the GPU machine), and nothing in
+minigrad's build or tests needs it.
+
+    python3 bench/compare_pytorch.py RESULTS.json           # measure, append, print the table
+    python3 bench/compare_pytorch.py RESULTS.json --no-compile
+    python3 bench/compare_pytorch.py RESULTS.json --table-only  # print the table, measure nothing
+
+RESULTS.json is the file bench_gpu wrote (DESIGN.md's format). This script times each op in
+PyTorch eager (impl "pytorch_eager") and under torch.compile ("pytorch_compile"), the same
+way bench_gpu times minigrad: CUDA events around each run, runs enqueued back to back,
+warm-up, the median; the same floors (bytes each op must move, FLOPs of the matmul) against
+the ceilings bench_gpu measured in this run, so every roofline in the file shares one
+denominator. Earlier PyTorch rows in the file are replaced, so a rerun does not duplicate.
+
+The seed's five-op GELU, 0.5 * x * (1 + erf(x / sqrt(2))), is also timed in eager mode
+(impl "pytorch_eager_composite", the twin of "minigrad_composite"): the cost of not fusing.
+torch.compile of "gelu" compiles that same formula: fusing it is what compile is for.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import sys
+import time
+
+KROWS, KCOLS = 16384, 8192  # 128 Mi elements: 256 MiB in bf16, four times the H200's L2
+MATMUL = 8192
+CHAIN_LENGTH, CHAIN_ELEMENTS = 2000, 1024
+TIMED_BUDGET_MS, MIN_RUNS, MAX_RUNS, WARMUP_RUNS = 300.0, 20, 300, 5
+MIB = 1024.0 * 1024.0
+
+# What issue 3 asks of the GPU round, checked against the rows of the file.
+TARGETS_DOC = "issue 3"
+
+
+def median_gpu_ms(torch, work):
+    """Median CUDA-event time of work() in ms; runs enqueued back to back, one wait at the end."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(WARMUP_RUNS):
+        work()
+    stop.record()
+    stop.synchronize()
+    estimate = max(1e-3, start.elapsed_time(stop) / WARMUP_RUNS)
+    runs = int(min(MAX_RUNS, max(MIN_RUNS, TIMED_BUDGET_MS / estimate)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(runs)]
+    for i in range(runs):
+        starts[i].record()
+        work()
+        stops[i].record()
+    stops[-1].synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, stops))
+    return times[len(times) // 2]
+
+
+def row(op, impl, shape, dtype, pass_, ms=None, gbps=None, tflops=None, roofline=None, peak_mib=None):
+    def r(v, nd):
+        return None if v is None or not math.isfinite(v) else round(v, nd)
+
+    return {"op": op, "impl": impl, "shape": list(shape), "dtype": dtype, "pass": pass_, "ms": r(ms, 6),
+            "gbps": r(gbps, 1), "tflops": r(tflops, 1), "roofline": r(roofline, 3), "peak_mib": r(peak_mib, 1)}
+
+
+def write_results(path, doc):
+    """One row per line, as bench_gpu writes it: easy to read and to diff."""
+    rows = doc.get("rows", [])
+    head = {k: v for k, v in doc.items() if k != "rows"}
+    with open(path, "w") as f:
+        f.write(json.dumps(head)[:-1] + ",\n \"rows\": [")
+        f.write(",".join("\n  " + json.dumps(r) for r in rows))
+        f.write("\n]}\n")
+
+
+def measure(doc, use_compile, compile_budget_s, save):
+    """Appends PyTorch's rows to doc; save(doc) writes the file (after the eager rows too, so a
+    run cut off while compiling keeps them)."""
+    import torch
+    import torch.nn.functional as F
+
+    if not torch.cuda.is_available():
+        raise SystemExit("compare_pytorch: PyTorch sees no GPU")
+    dev = torch.device("cuda")
+    props = torch.cuda.get_device_properties(0)
+    print(f"compare_pytorch: torch {torch.__version__} on {props.name}")
+    ceilings = doc.setdefault("ceilings", {})
+    failures = []
+    new_rows = []
+
+    gen = torch.Generator(device=dev)
+    gen.manual_seed(0)
+    x = torch.randn(KROWS, KCOLS, device=dev, dtype=torch.bfloat16, generator=gen)
+    grad = torch.randn(KROWS, KCOLS, device=dev, dtype=torch.bfloat16, generator=gen)
+    bias = torch.randn(KCOLS, device=dev, dtype=torch.bfloat16, generator=gen)
+    xg = x.detach().requires_grad_()
+    n = x.numel()
+    elem = 2
+
+    # Ceilings: bench_gpu measured them in this run; measure here only what is missing
+    # (bench_gpu failed), the same way, and say so.
+    if not ceilings.get("copy_gbps"):
+        dst = torch.empty_like(x)
+        ms = median_gpu_ms(torch, lambda: dst.copy_(x))
+        ceilings["copy_gbps"] = round(2 * n * elem / (ms * 1e-3) / 1e9, 1)
+        print(f"note: no copy ceiling in the file; measured here with PyTorch: {ceilings['copy_gbps']} GB/s")
+    a, b = x[:MATMUL], x[MATMUL:]
+    if not ceilings.get("bf16_matmul_tflops"):
+        ms = median_gpu_ms(torch, lambda: torch.matmul(a, b))
+        ceilings["bf16_matmul_tflops"] = round(2 * MATMUL**3 / (ms * 1e-3) / 1e12, 1)
+        print(f"note: no matmul ceiling in the file; measured here with PyTorch: {ceilings['bf16_matmul_tflops']} TFLOP/s")
+    copy_gbps, matmul_tflops = ceilings["copy_gbps"], ceilings["bf16_matmul_tflops"]
+
+    def memory_row(op, impl, pass_, nbytes, work, shape=(KROWS, KCOLS)):
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            ms = median_gpu_ms(torch, work)
+            floor_ms = nbytes / (copy_gbps * 1e9) * 1e3
+            new_rows.append(row(op, impl, shape, "bfloat16", pass_, ms=ms, gbps=nbytes / (ms * 1e-3) / 1e9,
+                                roofline=floor_ms / ms, peak_mib=torch.cuda.max_memory_allocated() / MIB))
+        except Exception as e:  # record and go on: one failing row must not hide the others
+            failures.append(f"{op} {impl} {pass_}: {type(e).__name__}: {e}")
+            print(f"FAILED: {failures[-1]}")
+
+    def full_pass(f):
+        def work():
+            xg.grad = None  # as bench_gpu: the backward writes x's gradient fresh
+            f(xg).backward(grad)
+        return work
+
+    def seed_gelu(t):
+        return 0.5 * t * (1.0 + torch.erf(t / math.sqrt(2.0)))
+
+    fwd_bytes, full_bytes = 2 * n * elem, 5 * n * elem
+    eager = {
+        ("gelu", "pytorch_eager"): lambda t: F.gelu(t),
+        ("gelu", "pytorch_eager_composite"): seed_gelu,
+        ("gelu_tanh", "pytorch_eager"): lambda t: F.gelu(t, approximate="tanh"),
+        ("relu", "pytorch_eager"): torch.relu,
+    }
+    for (op, impl), f in eager.items():
+        memory_row(op, impl, "fwd", fwd_bytes, lambda f=f: f(x))
+        memory_row(op, impl, "full", full_bytes, full_pass(f))
+        xg.grad = None  # the last run's gradient would count in the next row's peak
+    add_bytes = (2 * n + KCOLS) * elem
+    memory_row("add", "pytorch_eager", "fwd", add_bytes, lambda: x + bias)
+
+    def matmul_row(impl, f):
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            ms = median_gpu_ms(torch, lambda: f(a, b))
+            tflops = 2 * MATMUL**3 / (ms * 1e-3) / 1e12
+            new_rows.append(row("matmul", impl, (MATMUL, MATMUL, MATMUL), "bfloat16", "fwd", ms=ms, tflops=tflops,
+                                roofline=tflops / matmul_tflops, peak_mib=torch.cuda.max_memory_allocated() / MIB))
+        except Exception as e:
+            failures.append(f"matmul {impl}: {type(e).__name__}: {e}")
+            print(f"FAILED: {failures[-1]}")
+
+    matmul_row("pytorch_eager", torch.matmul)
+
+    # The per-op overhead: the chain of bench_gpu, host wall time with the final wait, per op.
+    # Eager only: torch.compile would fuse the 2000 ops into one kernel, which measures the
+    # compiler, not the cost of an op.
+    offset = torch.randn(CHAIN_ELEMENTS, device=dev, generator=gen)
+    twice_offset = offset * 2
+    cin = torch.randn(CHAIN_ELEMENTS, device=dev, generator=gen)
+    leaf = cin.detach().clone().requires_grad_()
+
+    def chain(y):
+        for _ in range(0, CHAIN_LENGTH, 4):
+            y = y * 0.5
+            y = y + offset
+            y = y * 2.0
+            y = y - twice_offset
+        return y
+
+    def chain_fwd():
+        with torch.no_grad():
+            chain(cin)
+
+    def chain_full():
+        leaf.grad = None
+        chain(leaf).sum().backward()
+
+    for pass_, run_once in (("fwd", chain_fwd), ("full", chain_full)):
+        try:
+            torch.cuda.reset_peak_memory_stats()
+            for _ in range(3):
+                run_once()
+            torch.cuda.synchronize()
+            per_op = []
+            for _ in range(30):
+                t0 = time.perf_counter()
+                run_once()
+                torch.cuda.synchronize()
+                per_op.append((time.perf_counter() - t0) * 1e3 / CHAIN_LENGTH)
+            per_op.sort()
+            new_rows.append(row("chain_small_ops", "pytorch_eager", (CHAIN_ELEMENTS,), "float32", pass_,
+                                ms=per_op[len(per_op) // 2], peak_mib=torch.cuda.max_memory_allocated() / MIB))
+        except Exception as e:
+            failures.append(f"chain {pass_}: {type(e).__name__}: {e}")
+            print(f"FAILED: {failures[-1]}")
+
+    def merged():
+        doc["rows"] = [r for r in doc.get("rows", []) if not r["impl"].startswith("pytorch")] + new_rows
+        return doc
+
+    save(merged())
+
+    # torch.compile: each function is compiled at its first call (forward graph for the fwd
+    # row; forward and backward graphs for the full row, since the input then requires
+    # grad). Compilation counts against the GPU round's 10 minutes: once the budget is
+    # spent, the remaining compile rows are skipped, and the table says so.
+    if use_compile:
+        t_start = time.monotonic()
+        compiled = [
+            ("gelu", seed_gelu),
+            ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
+            ("relu", torch.relu),
+        ]
+        for op, f in compiled:
+            if time.monotonic() - t_start >= compile_budget_s:
+                print(f"note: torch.compile budget ({compile_budget_s:.0f} s) spent; skipping {op}")
+                continue
+            cf = torch.compile(f, dynamic=False)
+            for pass_, nbytes, work in (("fwd", fwd_bytes, lambda cf=cf: cf(x)),
+                                        ("full", full_bytes, full_pass(cf))):
+                t0 = time.monotonic()
+                try:
+                    work()  # compiles
+                    torch.cuda.synchronize()
+                except Exception as e:
+                    failures.append(f"{op} pytorch_compile {pass_} (compiling): {type(e).__name__}: {e}")
+                    print(f"FAILED: {failures[-1]}")
+                    continue
+                print(f"torch.compile {op} {pass_}: compiled in {time.monotonic() - t0:.1f} s")
+                memory_row(op, "pytorch_compile", pass_, nbytes, work)
+                xg.grad = None
+        if time.monotonic() - t_start < compile_budget_s:
+            cadd = torch.compile(lambda u, v: u + v, dynamic=False)
+            try:
+                cadd(x, bias)
+                memory_row("add", "pytorch_compile", "fwd", add_bytes, lambda: cadd(x, bias))
+            except Exception as e:
+                failures.append(f"add pytorch_compile: {type(e).__name__}: {e}")
+        if time.monotonic() - t_start < compile_budget_s:
+            cmm = torch.compile(torch.matmul, dynamic=False)
+            try:
+                cmm(a, b)
+                matmul_row("pytorch_compile", cmm)
+            except Exception as e:
+                failures.append(f"matmul pytorch_compile: {type(e).__name__}: {e}")
+        print(f"torch.compile rows took {time.monotonic() - t_start:.0f} s in all")
+
+    save(merged())
+    return failures
+
+
+def print_table(doc):
+    rows = doc.get("rows", [])
+    ceil = doc.get("ceilings", {})
+    copy_gbps, matmul_tflops = ceil.get("copy_gbps"), ceil.get("bf16_matmul_tflops")
+    print(f"\n{doc.get('device', '?')} {doc.get('date', '?')} commit {doc.get('commit', '?')}: "
+          f"copy {copy_gbps} GB/s, bf16 matmul {matmul_tflops} TFLOP/s (measured in this run)")
+    by_key = {}
+    order = []
+    for r in rows:
+        key = (r["op"], tuple(r["shape"]), r["dtype"], r["pass"])
+        if key not in by_key:
+            by_key[key] = {}
+            order.append(key)
+        by_key[key][r["impl"]] = r
+
+    def fmt_ms(r, op):
+        if r is None or r.get("ms") is None:
+            return "-"
+        if op == "chain_small_ops":
+            return f"{r['ms'] * 1e3:.2f}us"  # per op
+        return f"{r['ms']:.4f}"
+
+    def fmt_rl(r):
+        return "-" if r is None or r.get("roofline") is None else f"{r['roofline']:.2f}"
+
+    hdr = (f"{'op':<16}{'shape':<16}{'pass':<5}{'floor':>8}{'minigrad':>10}{'rl':>6}{'composite':>10}{'rl':>6}"
+           f"{'eager':>10}{'rl':>6}{'compile':>10}{'rl':>6}{'mg/eager':>9}")
+    print(hdr)
+    print("-" * len(hdr))
+    for key in order:
+        op, shape, dtype, pass_ = key
+        impls = by_key[key]
+        mg, comp = impls.get("minigrad"), impls.get("minigrad_composite")
+        eager, compiled = impls.get("pytorch_eager"), impls.get("pytorch_compile")
+        floor = "-"
+        ref = mg or eager or compiled
+        if ref and ref.get("roofline") and ref.get("ms"):
+            floor = f"{ref['roofline'] * ref['ms']:.4f}"
+        ratio = "-"
+        if mg and eager and mg.get("ms") and eager.get("ms"):
+            ratio = f"{mg['ms'] / eager['ms']:.2f}"
+        shape_s = "x".join(str(s) for s in shape)
+        print(f"{op:<16}{shape_s:<16}{pass_:<5}{floor:>8}{fmt_ms(mg, op):>10}{fmt_rl(mg):>6}"
+              f"{fmt_ms(comp, op):>10}{fmt_rl(comp):>6}"
+              f"{fmt_ms(eager, op):>10}{fmt_rl(eager):>6}{fmt_ms(compiled, op):>10}{fmt_rl(compiled):>6}{ratio:>9}")
+        pc = impls.get("pytorch_eager_composite")
+        if pc:
+            print(f"{'':<16}{'':<16}{'':<5}{'':>8}  (PyTorch eager, seed's five-op formula: {pc['ms']:.4f} ms, "
+                  f"roofline {fmt_rl(pc)})")
+    print("times in ms (chain_small_ops: us per op, host wall time); rl = roofline = floor / time; "
+          "mg/eager < 1: minigrad faster")
+    return by_key
+
+
+def check_targets(by_key):
+    """Issue 3's targets, read off the file. Informational: printed, never an exit code."""
+    S = (KROWS, KCOLS)
+
+    def get(op, impl, pass_, shape=S, dtype="bfloat16"):
+        return by_key.get((op, tuple(shape), dtype, pass_), {}).get(impl)
+
+    results = []
+
+    def target(name, ok):
+        results.append((name, ok))
+
+    for op in ("gelu", "relu"):
+        for pass_, need in (("fwd", 0.90), ("full", 0.88)):
+            mg = get(op, "minigrad", pass_)
+            rl = mg and mg.get("roofline")
+            target(f"{op} {pass_} roofline >= {need} (got {rl if rl is not None else '-'})",
+                   None if rl is None else rl >= need)
+            for impl in ("pytorch_eager", "pytorch_compile"):
+                other = get(op, impl, pass_)
+                ok = None if not (mg and other) else mg["ms"] < other["ms"]
+                target(f"{op} {pass_} faster than {impl}", ok)
+    mm, mm_eager = get("matmul", "minigrad", "fwd", (MATMUL,) * 3), get("matmul", "pytorch_eager", "fwd", (MATMUL,) * 3)
+    ok = None if not (mm and mm_eager) else mm["tflops"] >= 0.95 * mm_eager["tflops"]
+    ratio = f"{mm['tflops'] / mm_eager['tflops']:.3f}" if (mm and mm_eager) else "-"
+    target(f"matmul 8192^3 >= 0.95 of PyTorch's TFLOP/s (got {ratio})", ok)
+    add = get("add", "minigrad", "fwd")
+    rl = add and add.get("roofline")
+    target(f"add broadcast roofline >= 0.85 (got {rl if rl is not None else '-'})", None if rl is None else rl >= 0.85)
+    ch, ch_eager = (get("chain_small_ops", i, "full", (CHAIN_ELEMENTS,), "float32") for i in ("minigrad", "pytorch_eager"))
+    ok = None if not (ch and ch_eager) else ch["ms"] < ch_eager["ms"]
+    target("per-op overhead (chain fwd+bwd) lower than PyTorch eager", ok)
+
+    print(f"\ntargets ({TARGETS_DOC}):")
+    for name, ok in results:
+        status = "met" if ok else ("NOT MET" if ok is False else "no data")
+        print(f"  {status:<8} {name}")
+    met = sum(1 for _, ok in results if ok)
+    print(f"targets: {met}/{len(results)} met")
+    return met, len(results)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("results", help="the JSON file bench_gpu wrote (created if missing)")
+    ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile rows")
+    ap.add_argument("--compile-budget-s", type=float, default=240.0,
+                    help="stop starting new torch.compile rows after this many seconds (default 240)")
+    ap.add_argument("--table-only", action="store_true", help="print the table of the file; measure nothing")
+    args = ap.parse_args()
+
+    if os.path.exists(args.results):
+        with open(args.results) as f:
+            doc = json.load(f)
+    else:
+        print(f"note: {args.results} does not exist (bench_gpu failed?); starting a new file")
+        doc = {"device": None, "date": datetime.date.today().isoformat(), "commit": "unknown",
+               "ceilings": {"copy_gbps": None, "bf16_matmul_tflops": None}, "rows": []}
+
+    failures = []
+    if not args.table_only:
+        def save(d):
+            if not d.get("device"):
+                import torch
+                d["device"] = torch.cuda.get_device_properties(0).name
+            write_results(args.results, d)
+            print(f"PyTorch rows written to {args.results}")
+
+        failures = measure(doc, not args.no_compile, args.compile_budget_s, save)
+    by_key = print_table(doc)
+    check_targets(by_key)
+    for f in failures:
+        print(f"FAILED: {f}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

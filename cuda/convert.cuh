@@ -1,0 +1,55 @@
+#pragma once
+// Element conversions inside CUDA kernels, between any two of minigrad's six element types.
+//
+// They give the values core's host conversion gives (core/tensor.cpp): the half types go
+// through float, rounding to nearest even. On the device that rounding is one hardware
+// instruction (cvt.rn.f16.f32 / cvt.rn.bf16.f32) instead of the bit-twiddling that
+// minigrad::Half does on the host: a memory-bound conversion kernel has about a dozen
+// instructions per element to spend before it stops running at the bandwidth limit.
+// (Only NaN payloads may differ from the host's: both sides give a quiet NaN.)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "core/dtype.h"
+
+namespace minigrad {
+namespace cuda {
+
+template <typename T>
+constexpr bool is_half_type = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+__device__ __forceinline__ float half_to_float(Half h) { return __half2float(__ushort_as_half(h.bits)); }
+__device__ __forceinline__ float half_to_float(BFloat16 b) { return __bfloat162float(__ushort_as_bfloat16(b.bits)); }
+
+template <typename H>
+__device__ __forceinline__ H float_to_half(float f) {
+  H h;
+  if constexpr (std::is_same_v<H, Half>)
+    h.bits = __half_as_ushort(__float2half_rn(f));
+  else
+    h.bits = __bfloat16_as_ushort(__float2bfloat16_rn(f));
+  return h;
+}
+
+// convert_element<To>(v): v as a To. Whole-number types truncate toward zero, as in C++;
+// anything nonzero (NaN included) becomes true.
+template <typename To, typename From>
+__device__ __forceinline__ To convert_element(From v) {
+  if constexpr (std::is_same_v<To, From>) {
+    return v;
+  } else if constexpr (is_half_type<From>) {
+    return convert_element<To>(half_to_float(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From(0);
+  } else if constexpr (is_half_type<To>) {
+    return float_to_half<To>(static_cast<float>(v));
+  } else {
+    return static_cast<To>(v);
+  }
+}
+
+}  // namespace cuda
+}  // namespace minigrad

@@ -1,0 +1,464 @@
+#pragma once
+// The CUDA elementwise engine (declared in cuda/elementwise.h): two kernel templates serve
+// every elementwise op, with one, two or three inputs, contiguous or strided, broadcast or
+// not. The cuda/elementwise_*.cu files instantiate them for each functor the ops use.
+//
+// Vectors. Each thread moves 16 bytes of an operand per access, the widest load or store
+// one instruction does (LDG.128 / STG.128): float4 for float32, 8 halves, 2 doubles.
+// N = 16 / (the widest operand's element size), one N for all operands, so that a thread
+// handles the same N elements of each (a comparison of floats reads 16 bytes and writes 4
+// bools). Loads and stores go through an integer of the vector's size (Word below).
+//
+// The fast path, contiguous_kernel: every operand contiguous, of one shape, 16-byte aligned
+// (the common case: activations, their backward, same-shape arithmetic). Vector v of every
+// operand is at data + v * N, and the last n % N elements, which make no whole vector, are
+// done one at a time.
+//
+// Everything else, rows_kernel. make_strided_layout (cuda/strided_layout.cuh) first merges
+// the dims that every operand steps through together. The last merged dim is then a row of
+// `columns` elements and the dims before it number the rows: x + bias over [16384, 8192] is
+// 16384 rows of 8192 (the bias has stride 0 between rows); a transposed input keeps two
+// dims. A thread finds where its row starts in each operand once (a multiply-add per outer
+// dim, a division per outer dim beyond the first) and then walks along the row, where a
+// column's offset is column x stride: no division per element. (The GPU has no integer
+// divider; a 64-bit division is a software routine of several dozen instructions.) Rows are
+// read N elements at a time when every operand allows it: stride 1 along the row and every
+// row start aligned, or, for an input, stride 0 (one value broadcast along the row, read
+// once); otherwise one element per access (misaligned slices, transposes).
+//
+// Slots. A slot is one vector, or one element when N = 1. Each thread takes 16 elements of
+// each operand (16 / N slots; 8 single elements when N = 1), a block's threads side by side
+// so that each access of a warp covers consecutive memory (coalesced), and issues the loads
+// of all its slots of every input before it uses the first. Bytes in flight are what keep
+// HBM busy: 4.8 TB/s x ~1 us of latency is ~36 KB per SM, and a thousand resident threads x
+// 32 to 64 bytes per input give that. More slots per thread cost registers (the values are
+// unpacked to float), fewer resident threads, and were slower on an H200 for bfloat16.
+//
+// Grid. 256 threads a block, and at most as many blocks as the GPU holds at once (132 SMs x
+// 8 on an H200): each block loops over tiles (over rows in rows_kernel), so a thread's setup
+// is paid a few times, not once per tile. Rows shorter than a tile share a block:
+// 2^row_shift threads per row, the power of two that covers a row with a thread's slots.
+//
+// Values. Each input element is converted to its compute type (float16/bfloat16 to float,
+// one hardware conversion each, cuda/convert.cuh), the functor runs, and its result is
+// rounded to out_t by one conversion: the CPU loop's arithmetic, never a copy in float.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "core/shape.h"
+#include "cuda/convert.cuh"
+#include "cuda/elementwise.h"
+#include "cuda/runtime.h"
+#include "cuda/strided_layout.cuh"
+#include "ops/elementwise_functors.h"
+
+namespace minigrad {
+namespace cuda {
+namespace elementwise_engine {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxGridY = 65535;  // the hardware's limit on gridDim.y
+
+// The slots a thread loads before computing: 16 elements of each operand (4 vectors of
+// float32, 2 of bfloat16), or 8 single elements when N = 1.
+template <int N>
+constexpr int kSlotsPerThread = N > 1 ? 16 / N : 8;
+
+// The most blocks of kThreads an SM holds at once: 2048 resident threads on sm_80 and sm_90.
+constexpr int kBlocksPerSM = 2048 / kThreads;
+
+// N elements of one operand, moved by one access (16 bytes when N * sizeof(T) == 16).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Vec {
+  T v[N];
+};
+
+// The unsigned integer of `bytes` bytes that a vector is loaded and stored as. Copying the
+// Vec itself is not enough: the compiler splits a copy of eight 2-byte structs (Half,
+// BFloat16) into eight 2-byte stores, which halved the bandwidth of every bf16 op.
+template <int bytes>
+struct Word;
+template <>
+struct Word<16> {
+  using type = uint4;
+};
+template <>
+struct Word<8> {
+  using type = uint2;
+};
+template <>
+struct Word<4> {
+  using type = uint32_t;
+};
+template <>
+struct Word<2> {
+  using type = uint16_t;
+};
+template <typename T, int N>
+using word_t = typename Word<static_cast<int>(sizeof(T)) * N>::type;
+
+// The elements per 16-byte access of the widest operand.
+template <typename... Ts>
+constexpr int vector_width() {
+  size_t widest = 1;
+  ((widest = std::max(widest, sizeof(Ts))), ...);
+  return static_cast<int>(16 / widest);
+}
+
+// The rows: the merged dims before the last (outer), and the last (columns).
+struct Rows {
+  int outer_ndim = 0;
+  int64_t outer_sizes[kMaxDims] = {};
+  int64_t count = 1;         // the number of rows: the product of outer_sizes
+  int64_t columns = 1;       // the elements of a row
+  int row_shift = 0;         // 2^row_shift threads share a row: at most kThreads
+};
+
+// One operand: its element at row 0, column 0, and its strides in elements.
+template <typename T>
+struct Operand {
+  T* data = nullptr;
+  int64_t column_stride = 0;
+  int64_t outer_strides[kMaxDims] = {};
+};
+
+// ---- device side ----
+
+// a / b for a >= 0, b > 0. A 32-bit division is a handful of instructions, a 64-bit one
+// several dozen (both are software on the GPU); the values nearly always fit in 32 bits.
+__device__ __forceinline__ int64_t divide(int64_t a, int64_t b) {
+  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+  return a / b;
+}
+
+// The row's coordinates in the outer dims, the last one fastest (row-major).
+struct RowCoordinates {
+  int64_t index[kMaxDims];
+};
+
+// The loops run over kMaxDims with a test inside, so that every array index is a
+// compile-time constant once unrolled: the arrays stay in registers, not local memory.
+__device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t row) {
+  RowCoordinates c{};
+#pragma unroll
+  for (int d = kMaxDims - 1; d > 0; --d) {
+    if (d < rows.outer_ndim) {
+      const int64_t quotient = divide(row, rows.outer_sizes[d]);
+      c.index[d] = row - quotient * rows.outer_sizes[d];
+      row = quotient;
+    }
+  }
+  c.index[0] = row;
+  return c;
+}
+
+// One row of one operand: where it starts, and the stride between its columns.
+template <typename T>
+struct RowOf {
+  T* data;
+  int64_t stride;
+};
+
+template <typename T>
+__device__ __forceinline__ RowOf<T> row_of(const Operand<T>& operand, const RowCoordinates& c, int outer_ndim) {
+  int64_t offset = 0;
+#pragma unroll
+  for (int d = 0; d < kMaxDims; ++d)
+    if (d < outer_ndim) offset += c.index[d] * operand.outer_strides[d];
+  return {operand.data + offset, operand.column_stride};
+}
+
+// Slot `slot` of a row. N > 1: N consecutive elements in one aligned access, or one value
+// repeated when the stride is 0. N = 1: the element at slot x stride.
+template <int N, typename T>
+__device__ __forceinline__ Vec<T, N> load_slot(RowOf<const T> row, int64_t slot) {
+  Vec<T, N> x;
+  if constexpr (N == 1) {
+    x.v[0] = row.data[slot * row.stride];
+  } else if (row.stride == 0) {
+    const T value = row.data[0];
+#pragma unroll
+    for (int j = 0; j < N; ++j) x.v[j] = value;
+  } else {
+    const word_t<T, N> bits = *reinterpret_cast<const word_t<T, N>*>(row.data + slot * N);
+    memcpy(&x, &bits, sizeof(x));
+  }
+  return x;
+}
+
+// The output's stride is 1 whenever N > 1 (the host checks).
+template <int N, typename T>
+__device__ __forceinline__ void store_slot(RowOf<T> row, int64_t slot, const Vec<T, N>& y) {
+  if constexpr (N == 1) {
+    row.data[slot * row.stride] = y.v[0];
+  } else {
+    word_t<T, N> bits;
+    memcpy(&bits, &y, sizeof(bits));
+    *reinterpret_cast<word_t<T, N>*>(row.data + slot * N) = bits;
+  }
+}
+
+// A thread's slots of one input, loaded together.
+template <typename T, int N>
+struct Chunk {
+  Vec<T, N> slot[kSlotsPerThread<N>];
+};
+
+template <int N, typename T>
+__device__ __forceinline__ Chunk<T, N> load_chunk(RowOf<const T> row, int64_t first_slot, int slot_step,
+                                                   int64_t whole_slots) {
+  Chunk<T, N> chunk;
+#pragma unroll
+  for (int k = 0; k < kSlotsPerThread<N>; ++k) {
+    const int64_t slot = first_slot + k * slot_step;
+    if (slot < whole_slots) chunk.slot[k] = load_slot<N>(row, slot);
+  }
+  return chunk;
+}
+
+// One element: the inputs in their compute types, f, the result rounded to out_t.
+template <typename out_t, typename F, typename... in_t>
+__device__ __forceinline__ out_t apply_functor(const F& f, in_t... x) {
+  return convert_element<out_t>(f(convert_element<compute_t<in_t>>(x)...));
+}
+
+// A thread's share of a row: slots first_slot, first_slot + slot_step, ... (those below
+// whole_slots), loaded, computed and stored. The chunks are the arguments of
+// compute_and_store, so every load is issued before the first value is used.
+template <int N, typename out_t, typename F, typename... in_t>
+__device__ __forceinline__ void map_slots(const F& f, RowOf<out_t> out, int64_t first_slot, int slot_step,
+                                          int64_t whole_slots, RowOf<const in_t>... in) {
+  auto compute_and_store = [&](const Chunk<in_t, N>&... chunk) {
+#pragma unroll
+    for (int k = 0; k < kSlotsPerThread<N>; ++k) {
+      const int64_t slot = first_slot + k * slot_step;
+      if (slot < whole_slots) {
+        Vec<out_t, N> result;
+#pragma unroll
+        for (int j = 0; j < N; ++j) result.v[j] = apply_functor<out_t>(f, chunk.slot[k].v[j]...);
+        store_slot<N>(out, slot, result);
+      }
+    }
+  };
+  compute_and_store(load_chunk<N>(in, first_slot, slot_step, whole_slots)...);
+}
+
+// The fast path: every operand contiguous, of one shape, aligned to N elements, so vector v
+// of each is at data + v * N. A grid-stride loop over tiles of kThreads x kSlotsPerThread
+// vectors: a grid of a few blocks per SM, each looping, so the per-thread setup is paid a
+// few times and not once per tile.
+template <int N, typename out_t, typename F, typename... in_t>
+__global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, out_t* out, const in_t*... in) {
+  const int64_t vectors = n / N;
+  const int64_t tile = int64_t{kThreads} * kSlotsPerThread<N>;
+  for (int64_t first = static_cast<int64_t>(blockIdx.x) * tile + threadIdx.x; first < vectors;
+       first += static_cast<int64_t>(gridDim.x) * tile)
+    map_slots<N>(f, RowOf<out_t>{out, 1}, first, kThreads, vectors, RowOf<const in_t>{in, 1}...);
+  // The last n % N elements make no whole vector: one each, by the first threads of block 0.
+  const int64_t element = vectors * N + threadIdx.x;
+  if (blockIdx.x == 0 && element < n) out[element] = apply_functor<out_t>(f, in[element]...);
+}
+
+// Everything else: rows (see the top of this file). 2^row_shift threads share a row;
+// blockIdx.x numbers the row's tiles, and the blocks of one x loop over groups of rows.
+template <int N, typename out_t, typename F, typename... in_t>
+__global__ void __launch_bounds__(kThreads)
+    rows_kernel(F f, Rows rows, Operand<out_t> out, Operand<const in_t>... in) {
+  const int slot_step = 1 << rows.row_shift;
+  const int rows_per_block = kThreads >> rows.row_shift;
+  const int thread = static_cast<int>(threadIdx.x);
+  const int64_t whole_slots = rows.columns / N;
+  const int64_t first_slot =
+      static_cast<int64_t>(blockIdx.x) * slot_step * kSlotsPerThread<N> + (thread & (slot_step - 1));
+  for (int64_t row = static_cast<int64_t>(blockIdx.y) * rows_per_block + (thread >> rows.row_shift);
+       row < rows.count; row += static_cast<int64_t>(gridDim.y) * rows_per_block) {
+    const RowCoordinates coordinates = unravel_row(rows, row);
+    map_slots<N>(f, row_of(out, coordinates, rows.outer_ndim), first_slot, slot_step, whole_slots,
+                 row_of(in, coordinates, rows.outer_ndim)...);
+
+    // The row's last columns % N elements, one at a time, by the thread whose next slot
+    // they would be. The output's stride is 1 here (N > 1).
+    if constexpr (N > 1) {
+      const int leftover = static_cast<int>(rows.columns - whole_slots * N);
+#pragma unroll
+      for (int k = 0; k < kSlotsPerThread<N>; ++k) {
+        if (leftover > 0 && first_slot + k * slot_step == whole_slots) {
+          out_t* out_row = row_of(out, coordinates, rows.outer_ndim).data;
+          for (int j = 0; j < leftover; ++j) {
+            const int64_t column = whole_slots * N + j;
+            out_row[column] =
+                apply_functor<out_t>(f, row_of(in, coordinates, rows.outer_ndim).data[column * in.column_stride]...);
+          }
+        }
+      }
+    }
+  }
+}
+
+// ---- host side ----
+
+// Operand k of the merged layout: its pointer, and its strides along and between rows.
+template <typename T, int kOperands>
+Operand<T> make_operand(void* data, const StridedLayout<kOperands>& layout, int k) {
+  Operand<T> operand;
+  operand.data = static_cast<T*>(data);
+  if (layout.ndim > 0) {
+    operand.column_stride = layout.strides[k][layout.ndim - 1];
+    for (int d = 0; d + 1 < layout.ndim; ++d) operand.outer_strides[d] = layout.strides[k][d];
+  }
+  return operand;
+}
+
+// Whether every operand can be accessed n elements at a time along its rows: stride 1 and
+// each row start aligned to n elements (the pointer, and every stride between rows), or,
+// for an input, stride 0. Operand 0 is the output.
+template <int kOperands>
+bool rows_allow_vectors(const StridedLayout<kOperands>& layout, const std::array<const void*, kOperands>& data,
+                        const std::array<size_t, kOperands>& element_sizes, int n) {
+  if (layout.ndim == 0 || layout.sizes[layout.ndim - 1] < n) return false;
+  for (int k = 0; k < kOperands; ++k) {
+    const int64_t column_stride = layout.strides[k][layout.ndim - 1];
+    if (k > 0 && column_stride == 0) continue;
+    if (column_stride != 1) return false;
+    if (reinterpret_cast<uintptr_t>(data[k]) % (n * element_sizes[k]) != 0) return false;
+    for (int d = 0; d + 1 < layout.ndim; ++d)
+      if (layout.strides[k][d] % n != 0) return false;
+  }
+  return true;
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The device's SM count (132 on an H200), asked once per process.
+inline int multiprocessor_count(int device) {
+  static const std::vector<int> counts = [] {
+    std::vector<int> c(static_cast<size_t>(device_count()));
+    for (size_t d = 0; d < c.size(); ++d)
+      MG_CUDA_CHECK(cudaDeviceGetAttribute(&c[d], cudaDevAttrMultiProcessorCount, static_cast<int>(d)),
+                    "elementwise");
+    return c;
+  }();
+  return counts[static_cast<size_t>(device)];
+}
+
+template <typename out_t, typename... in_t>
+struct Launcher {
+  static constexpr int kOperands = 1 + static_cast<int>(sizeof...(in_t));
+  static constexpr int kVector = vector_width<out_t, in_t...>();
+  using Inputs = std::array<const Tensor*, sizeof...(in_t)>;
+
+  template <typename F>
+  static void run(const char* op, const Tensor& out, const Inputs& inputs, const F& f) {
+    if (out.numel() == 0) return;
+    run_with(op, out, inputs, f, std::index_sequence_for<in_t...>{});
+  }
+
+  // I... numbers the inputs: input I is operand I + 1 of the layout.
+  template <typename F, size_t... I>
+  static void run_with(const char* op, const Tensor& out, const Inputs& inputs, const F& f,
+                       std::index_sequence<I...>) {
+    const std::array<Shape, sizeof...(in_t)> input_strides = {broadcast_strides(*inputs[I], out.sizes())...};
+    const StridedLayout<kOperands> layout =
+        make_strided_layout<kOperands>(out.sizes(), {out.strides().data(), input_strides[I].data()...}, op);
+    const std::array<const void*, kOperands> data = {out.raw_data(), inputs[I]->raw_data()...};
+    const bool vectorized = rows_allow_vectors<kOperands>(layout, data, {sizeof(out_t), sizeof(in_t)...}, kVector);
+
+    const int device = out.device().index;
+    DeviceGuard guard(device);
+    const cudaStream_t stream = current_stream(device);
+    const int64_t resident_blocks = int64_t{multiprocessor_count(device)} * kBlocksPerSM;
+
+    if (vectorized && layout.is_contiguous()) {
+      const int64_t n = out.numel();
+      const int64_t tiles = ceil_div(n / kVector, int64_t{kThreads} * kSlotsPerThread<kVector>);
+      const auto blocks = static_cast<unsigned int>(std::clamp<int64_t>(tiles, 1, resident_blocks));
+      contiguous_kernel<kVector, out_t, F, in_t...><<<blocks, kThreads, 0, stream>>>(
+          f, n, static_cast<out_t*>(out.raw_data()), static_cast<const in_t*>(data[I + 1])...);
+      MG_CUDA_CHECK_LAUNCH(op);
+      return;
+    }
+
+    Rows rows;
+    if (layout.ndim > 0) {
+      rows.outer_ndim = layout.ndim - 1;
+      rows.columns = layout.sizes[layout.ndim - 1];
+      for (int d = 0; d < rows.outer_ndim; ++d) {
+        rows.outer_sizes[d] = layout.sizes[d];
+        rows.count *= layout.sizes[d];
+      }
+    }
+    const int slots_per_thread = vectorized ? kSlotsPerThread<kVector> : kSlotsPerThread<1>;
+    const int64_t slots = ceil_div(rows.columns, vectorized ? kVector : 1);
+    while ((1 << rows.row_shift) < kThreads && (int64_t{1} << rows.row_shift) * slots_per_thread < slots)
+      ++rows.row_shift;
+    const int64_t tiles = ceil_div(slots, (int64_t{1} << rows.row_shift) * slots_per_thread);
+    const int64_t row_groups = ceil_div(rows.count, kThreads >> rows.row_shift);
+    MG_CHECK(tiles <= std::numeric_limits<int32_t>::max(), "{}: a row of {} elements is too long for the grid", op,
+             rows.columns);
+    // As many groups of rows as fill the GPU once (each block loops over the rest), at most
+    // the grid's limit in y.
+    const int64_t groups_in_grid = std::min({row_groups, kMaxGridY, std::max<int64_t>(1, resident_blocks / tiles)});
+    const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(groups_in_grid));
+    const Operand<out_t> out_operand = make_operand<out_t>(out.raw_data(), layout, 0);
+    if (vectorized)
+      rows_kernel<kVector, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+          f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
+    else
+      rows_kernel<1, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+          f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
+    MG_CUDA_CHECK_LAUNCH(op);
+  }
+};
+
+}  // namespace elementwise_engine
+
+template <typename out_t, typename a_t, typename F>
+void launch_elementwise(const char* op, const Tensor& out, const Tensor& a, const F& f) {
+  elementwise_engine::Launcher<out_t, a_t>::run(op, out, {&a}, f);
+}
+
+template <typename out_t, typename a_t, typename b_t, typename F>
+void launch_elementwise(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
+  elementwise_engine::Launcher<out_t, a_t, b_t>::run(op, out, {&a, &b}, f);
+}
+
+template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
+void launch_elementwise(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                        const F& f) {
+  elementwise_engine::Launcher<out_t, a_t, b_t, c_t>::run(op, out, {&a, &b, &c}, f);
+}
+
+}  // namespace cuda
+}  // namespace minigrad
+
+// Explicit instantiations, written in the cuda/elementwise_*.cu files inside namespace
+// minigrad::cuda: one line per functor and signature (the output's element type, then
+// each input's).
+#define MG_ELEMENTWISE_UNARY(out_t, a_t, F) \
+  template void launch_elementwise<out_t, a_t, F>(const char*, const Tensor&, const Tensor&, const F&);
+#define MG_ELEMENTWISE_BINARY(out_t, a_t, b_t, F)                                                        \
+  template void launch_elementwise<out_t, a_t, b_t, F>(const char*, const Tensor&, const Tensor&, const Tensor&, \
+                                                       const F&);
+#define MG_ELEMENTWISE_TERNARY(out_t, a_t, b_t, c_t, F)                                                      \
+  template void launch_elementwise<out_t, a_t, b_t, c_t, F>(const char*, const Tensor&, const Tensor&,      \
+                                                            const Tensor&, const Tensor&, const F&);
+
+// A functor of floating values over each of the four floating types, output of the same type.
+#define MG_ELEMENTWISE_UNARY_FLOATING(F)    \
+  MG_ELEMENTWISE_UNARY(float, float, F)     \
+  MG_ELEMENTWISE_UNARY(double, double, F)   \
+  MG_ELEMENTWISE_UNARY(Half, Half, F)       \
+  MG_ELEMENTWISE_UNARY(BFloat16, BFloat16, F)
+#define MG_ELEMENTWISE_BINARY_FLOATING(F)          \
+  MG_ELEMENTWISE_BINARY(float, float, float, F)    \
+  MG_ELEMENTWISE_BINARY(double, double, double, F) \
+  MG_ELEMENTWISE_BINARY(Half, Half, Half, F)       \
+  MG_ELEMENTWISE_BINARY(BFloat16, BFloat16, BFloat16, F)

@@ -1,0 +1,31 @@
+#pragma once
+// The reductions on the GPU (cuda/reduce.cu), called by ops/reduce.cpp. Plain C++: tensors
+// come in, and the launchers work out the pointers, sizes and strides the kernels take.
+//
+// Each output is contiguous and holds the kept dims of x in order: keepdim or not, the
+// memory is the same. The launchers run on x's device and its current stream.
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace minigrad {
+namespace cuda {
+
+// out = the sum of x over the dims marked in `reduced`, divided by `divisor` (1 for a sum,
+// the element count for a mean; a mean of nothing is 0 / 0 = NaN). float32 and float64
+// accumulate in double, as the CPU kernel does; float16 and bfloat16 load natively and
+// accumulate in float; int64 and bool accumulate in int64, and out is int64.
+void sum_reduce(const Tensor& x, const std::vector<bool>& reduced, double divisor, const Tensor& out);
+
+// values and indices (int64) = the maximum of x along `dim` (of size at least 1) and its
+// position along dim: the first maximum, and a NaN beats every number (ops/reduce_combine.h,
+// the rule the CPU kernel uses, so both backends pick the same element).
+void max_reduce(const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);
+
+// dst[..., index[...], ...] = src[...] along `dim`: max's backward. dst is contiguous; src
+// and index are contiguous with dst's shape except for size 1 at dim.
+void scatter_along_dim(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
+
+}  // namespace cuda
+}  // namespace minigrad

@@ -1,0 +1,436 @@
+// softmax and log_softmax along the last dim of contiguous rows, forward and backward.
+//
+// Each row is reduced (forward: its maximum and the sum of exp(x - max); backward:
+// sum(grad * y) or sum(grad)) and then written, elementwise. Two kernels per direction:
+//  - rows of up to 8192 elements are held in registers, 32 elements per thread at most,
+//    from the load to the write: each input is read once and the output written once, the
+//    least traffic there is. Up to 1024 elements a warp holds a row (blocks of 4 warps, 4
+//    rows: shuffles only, no barrier); longer rows get a block of just enough threads
+//    (64 to 256), so that many rows are in flight on each SM while their reductions wait
+//    on barriers. 256 threads x 32 floats (or doubles) stay within any register budget.
+//  - longer rows: a block of 512 threads per row, two passes. The first folds each element
+//    into a running (max, sum) pair, rescaling the sum whenever the maximum grows ("online"
+//    softmax), so one read gives both statistics; the second reads the row again (from L2
+//    when it is still there) and writes.
+// Loads and stores are 16-byte vectors where the row length and the pointers allow.
+// float16/bfloat16 compute in float, float32 in float (expf and logf, full precision),
+// float64 in double. The formulas are the CPU kernel's (ops/softmax.cpp), NaN and
+// infinities included: fmax ignores a NaN in the maximum, exp(NaN - max) then makes the
+// row's sum, and the row, NaN.
+#include <cmath>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+
+#include "cuda/aligned_vector.cuh"
+#include "cuda/block_reduce.cuh"
+#include "cuda/convert.cuh"
+#include "cuda/runtime.h"
+#include "cuda/softmax.h"
+
+namespace minigrad {
+namespace cuda {
+namespace {
+
+template <typename T>
+using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Elements each thread holds in registers, at most.
+constexpr int kElementsPerThread = 32;
+constexpr int64_t kMaxWarpRow = kWarpSize * kElementsPerThread;  // 1024
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxRowThreads = 256;
+constexpr int64_t kMaxRegisterRow = kMaxRowThreads * kElementsPerThread;  // 8192
+constexpr int kOnlineThreads = 512;
+
+struct Plus {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct Max {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return fmax(a, b);
+  }
+};
+
+// ---- the running (max, sum) pair of the long-row kernel ----
+
+template <typename acc_t>
+struct MaxSum {
+  acc_t max;  // the largest element so far (-inf before any)
+  acc_t sum;  // sum of exp(element - max) so far
+};
+
+// `sum`, measured against the maximum `from`, measured against the larger `to`.
+template <typename acc_t>
+__device__ __forceinline__ acc_t rescale(acc_t sum, acc_t from, acc_t to) {
+  return from == to ? sum : sum * exp(from - to);
+}
+
+// A -inf element adds exp(-inf - max) = 0 whatever the maximum, so it is skipped: that also
+// keeps a row that starts with -inf from computing -inf - (-inf) = NaN.
+template <typename acc_t>
+__device__ __forceinline__ MaxSum<acc_t> fold(MaxSum<acc_t> s, acc_t x) {
+  if (x == -INFINITY) return s;
+  const acc_t max = fmax(s.max, x);
+  return {max, rescale(s.sum, s.max, max) + exp(x - max)};
+}
+
+template <typename acc_t>
+struct CombineMaxSum {
+  __device__ MaxSum<acc_t> operator()(MaxSum<acc_t> a, MaxSum<acc_t> b) const {
+    const acc_t max = fmax(a.max, b.max);
+    return {max, rescale(a.sum, a.max, max) + rescale(b.sum, b.max, max)};
+  }
+};
+
+// ---- forward ----
+
+// Combines one value per thread across the threads of a row: shuffles when a warp holds
+// the row, the block's combine (a barrier) when the row has the block to itself.
+template <bool kWarpPerRow, typename T, typename Combine>
+__device__ __forceinline__ T row_allreduce(T value, Combine combine, T identity, T (&shared)[kWarpSize]) {
+  if constexpr (kWarpPerRow)
+    return warp_allreduce(value, combine);
+  else
+    return block_allreduce(value, combine, identity, shared);
+}
+
+// Which row this thread works on, and its place among the row's threads.
+template <bool kWarpPerRow>
+struct RowThread {
+  int64_t row;
+  int thread;
+  int threads_per_row;
+  __device__ RowThread()
+      : row(kWarpPerRow ? static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize : blockIdx.x),
+        thread(kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x),
+        threads_per_row(kWarpPerRow ? kWarpSize : blockDim.x) {}
+};
+
+// A row in registers, held by a warp (kWarpPerRow: kWarpsPerBlock rows per block) or by the
+// whole block. Thread t holds the row's vectors t, t + threads_per_row, ...
+// (kVectorsPerThread of them), so each load instruction of a warp reads neighbouring vectors.
+template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
+__global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t n,
+                                    bool take_log) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  __shared__ acc_t max_partials[kWarpSize];
+  __shared__ acc_t sum_partials[kWarpSize];
+  const RowThread<kWarpPerRow> me;
+  const int64_t row = me.row;
+  const int thread = me.thread;
+  const int threads_per_row = me.threads_per_row;
+  if (row >= rows) return;  // a whole warp (the block holds whole rows): the combines see all threads
+  const Vector* in = reinterpret_cast<const Vector*>(x + row * n);
+  Vector* out = reinterpret_cast<Vector*>(y + row * n);
+  const int64_t vectors = n / kVec;
+
+  acc_t v[kVectorsPerThread][kVec];
+  acc_t row_max = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * threads_per_row + thread;
+    if (k < vectors) {
+      const Vector loaded = in[k];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        v[j][e] = convert_element<acc_t>(loaded.values[e]);
+        row_max = fmax(row_max, v[j][e]);
+      }
+    }
+  }
+  row_max = row_allreduce<kWarpPerRow>(row_max, Max{}, acc_t(-INFINITY), max_partials);
+  acc_t sum = 0;
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    if (static_cast<int64_t>(j) * threads_per_row + thread < vectors) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t shifted = v[j][e] - row_max;
+        const acc_t exp_shifted = exp(shifted);
+        sum += exp_shifted;
+        v[j][e] = take_log ? shifted : exp_shifted;
+      }
+    }
+  }
+  sum = row_allreduce<kWarpPerRow>(sum, Plus{}, acc_t(0), sum_partials);
+  const acc_t log_sum = log(sum);
+  const acc_t inverse_sum = acc_t(1) / sum;
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * threads_per_row + thread;
+    if (k < vectors) {
+      Vector result;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        result.values[e] = convert_element<T>(take_log ? v[j][e] - log_sum : v[j][e] * inverse_sum);
+      out[k] = result;
+    }
+  }
+}
+
+// Rows too long for registers: one row per block of kOnlineThreads, two passes over it.
+template <typename T, int kVec>
+__global__ void softmax_online_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t n, bool take_log) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  __shared__ MaxSum<acc_t> warp_results[kWarpSize];
+  const int64_t row = blockIdx.x;
+  const Vector* in = reinterpret_cast<const Vector*>(x + row * n);
+  Vector* out = reinterpret_cast<Vector*>(y + row * n);
+  const int64_t vectors = n / kVec;
+
+  MaxSum<acc_t> state{-INFINITY, 0};
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    const Vector loaded = in[k];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) state = fold(state, convert_element<acc_t>(loaded.values[e]));
+  }
+  state = block_allreduce(state, CombineMaxSum<acc_t>{}, MaxSum<acc_t>{-INFINITY, 0}, warp_results);
+  const acc_t log_sum = log(state.sum);
+  const acc_t inverse_sum = acc_t(1) / state.sum;
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    const Vector loaded = in[k];
+    Vector result;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const acc_t shifted = convert_element<acc_t>(loaded.values[e]) - state.max;
+      result.values[e] = convert_element<T>(take_log ? shifted - log_sum : exp(shifted) * inverse_sum);
+    }
+    out[k] = result;
+  }
+}
+
+// ---- backward ----
+
+// grad_input from grad and y, the row in registers as in the forward.
+template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
+__global__ void softmax_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ y,
+                                             T* __restrict__ grad_input, int64_t rows, int64_t n, bool take_log) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  __shared__ acc_t partials[kWarpSize];
+  const RowThread<kWarpPerRow> me;
+  const int64_t row = me.row;
+  const int thread = me.thread;
+  const int threads_per_row = me.threads_per_row;
+  if (row >= rows) return;
+  const Vector* g_in = reinterpret_cast<const Vector*>(grad + row * n);
+  const Vector* y_in = reinterpret_cast<const Vector*>(y + row * n);
+  Vector* out = reinterpret_cast<Vector*>(grad_input + row * n);
+  const int64_t vectors = n / kVec;
+
+  acc_t g[kVectorsPerThread][kVec];
+  acc_t yv[kVectorsPerThread][kVec];
+  acc_t total = 0;  // sum(grad * y), or sum(grad) for log_softmax
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * threads_per_row + thread;
+    if (k < vectors) {
+      const Vector g_loaded = g_in[k];
+      const Vector y_loaded = y_in[k];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        g[j][e] = convert_element<acc_t>(g_loaded.values[e]);
+        yv[j][e] = convert_element<acc_t>(y_loaded.values[e]);
+        total += take_log ? g[j][e] : g[j][e] * yv[j][e];
+      }
+    }
+  }
+  total = row_allreduce<kWarpPerRow>(total, Plus{}, acc_t(0), partials);
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * threads_per_row + thread;
+    if (k < vectors) {
+      Vector result;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        result.values[e] =
+            convert_element<T>(take_log ? g[j][e] - exp(yv[j][e]) * total : yv[j][e] * (g[j][e] - total));
+      out[k] = result;
+    }
+  }
+}
+
+template <typename T, int kVec>
+__global__ void softmax_backward_online_kernel(const T* __restrict__ grad, const T* __restrict__ y,
+                                              T* __restrict__ grad_input, int64_t n, bool take_log) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  __shared__ acc_t warp_results[kWarpSize];
+  const int64_t row = blockIdx.x;
+  const Vector* g_in = reinterpret_cast<const Vector*>(grad + row * n);
+  const Vector* y_in = reinterpret_cast<const Vector*>(y + row * n);
+  Vector* out = reinterpret_cast<Vector*>(grad_input + row * n);
+  const int64_t vectors = n / kVec;
+
+  acc_t total = 0;
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    const Vector g_loaded = g_in[k];
+    const Vector y_loaded = y_in[k];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const acc_t g = convert_element<acc_t>(g_loaded.values[e]);
+      total += take_log ? g : g * convert_element<acc_t>(y_loaded.values[e]);
+    }
+  }
+  total = block_allreduce(total, Plus{}, acc_t(0), warp_results);
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    const Vector g_loaded = g_in[k];
+    const Vector y_loaded = y_in[k];
+    Vector result;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const acc_t g = convert_element<acc_t>(g_loaded.values[e]);
+      const acc_t yv = convert_element<acc_t>(y_loaded.values[e]);
+      result.values[e] = convert_element<T>(take_log ? g - exp(yv) * total : yv * (g - total));
+    }
+    out[k] = result;
+  }
+}
+
+// ---- launching ----
+
+// Calls launch(std::integral_constant<int, kVec>{}) with kVec the elements per 16-byte
+// vector of T when rows of n elements at these pointers allow vector access (n a multiple
+// of it, pointers aligned: then every row is aligned), else with 1.
+template <typename T, typename Launch>
+void with_vector_width(int64_t n, std::initializer_list<const void*> pointers, Launch&& launch) {
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  bool vectorized = n % kVec == 0;
+  for (const void* p : pointers) vectorized = vectorized && is_aligned_for<AlignedVector<T, kVec>>(p);
+  if (vectorized)
+    launch(std::integral_constant<int, kVec>{});
+  else
+    launch(std::integral_constant<int, 1>{});
+}
+
+// Calls launch(std::integral_constant<int, P>{}) with P the smallest power of two at least
+// vectors_per_thread (and at most kMax): one compiled kernel per bucket of row lengths.
+template <int kMax, int P = 1, typename Launch>
+void with_vectors_per_thread(int64_t vectors_per_thread, Launch&& launch) {
+  if constexpr (P < kMax) {
+    if (vectors_per_thread > P) return with_vectors_per_thread<kMax, P * 2>(vectors_per_thread, launch);
+  }
+  launch(std::integral_constant<int, P>{});
+}
+
+// The rows of a contiguous tensor along its last dim: how many, and how long.
+struct Rows {
+  int64_t count = 0;
+  int64_t length = 0;
+};
+
+Rows rows_of(const Tensor& t) {
+  const int64_t length = t.dim() == 0 ? 1 : t.size(-1);
+  return {length == 0 ? 0 : t.numel() / length, length};
+}
+
+unsigned int blocks_for_rows(int64_t rows, int64_t rows_per_block, const char* op) {
+  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  MG_CHECK(blocks <= std::numeric_limits<int32_t>::max(), "{}: {} rows exceed the CUDA grid", op, rows);
+  return static_cast<unsigned int>(blocks);
+}
+
+// Picks the kernel for the row length. Rows of up to kMaxRegisterRow elements go to
+// launch_rows(vectors_per_thread, warp_per_row, grid, block_threads) (two integral
+// constants, then the launch shape): a warp per row up to kMaxWarpRow, with the fewest
+// vectors per lane that hold it (one compiled kernel per power of two), else a block of
+// the fewest whole warps that hold the row. Longer rows go to launch_online(grid, block_threads).
+template <int kVec, typename LaunchRows, typename LaunchOnline>
+void launch_for_rows(const Rows& rows, const char* op, LaunchRows&& launch_rows, LaunchOnline&& launch_online) {
+  if (rows.length > kMaxRegisterRow) {
+    launch_online(blocks_for_rows(rows.count, 1, op), kOnlineThreads);
+    return;
+  }
+  constexpr int kMaxVectorsPerThread = kElementsPerThread / kVec;
+  const int64_t vectors = rows.length / kVec;
+  if (rows.length <= kMaxWarpRow) {
+    const unsigned int grid = blocks_for_rows(rows.count, kWarpsPerBlock, op);
+    with_vectors_per_thread<kMaxVectorsPerThread>((vectors + kWarpSize - 1) / kWarpSize, [&](auto per_lane) {
+      launch_rows(per_lane, std::true_type{}, grid, kWarpsPerBlock * kWarpSize);
+    });
+    return;
+  }
+  const int64_t vectors_per_warp = int64_t{kWarpSize} * kMaxVectorsPerThread;
+  const int threads = static_cast<int>((vectors + vectors_per_warp - 1) / vectors_per_warp) * kWarpSize;
+  launch_rows(std::integral_constant<int, kMaxVectorsPerThread>{}, std::false_type{}, blocks_for_rows(rows.count, 1, op),
+              threads);
+}
+
+// Calls f(T{}) for the floating dtypes, the only ones softmax accepts (ops/softmax.cpp checks).
+template <typename F>
+void dispatch_floating(DType dtype, F&& f) {
+  dispatch_all(dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_floating_point_v<T> || is_half_type<T>) f(tag);
+  });
+}
+
+}  // namespace
+
+void softmax_rows(const Tensor& x, const Tensor& y, bool log) {
+  const char* op = log ? "log_softmax" : "softmax";
+  const Rows rows = rows_of(x);
+  if (rows.count == 0) return;
+  DeviceGuard guard(x.device().index);
+  const cudaStream_t stream = current_stream();
+  dispatch_floating(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* in = static_cast<const T*>(x.raw_data());
+    T* out = static_cast<T*>(y.raw_data());
+    with_vector_width<T>(rows.length, {in, out}, [&](auto vector_width) {
+      constexpr int kVec = decltype(vector_width)::value;
+      launch_for_rows<kVec>(
+          rows, op,
+          [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
+            softmax_rows_kernel<T, kVec, decltype(per_thread)::value, decltype(warp_per_row)::value>
+                <<<grid, block_threads, 0, stream>>>(in, out, rows.count, rows.length, log);
+          },
+          [&](unsigned int grid, int block_threads) {
+            softmax_online_kernel<T, kVec><<<grid, block_threads, 0, stream>>>(in, out, rows.length, log);
+          });
+      MG_CUDA_CHECK_LAUNCH(op);
+    });
+  });
+}
+
+void softmax_backward_rows(const Tensor& grad, const Tensor& y, const Tensor& grad_input, bool log) {
+  const char* op = log ? "log_softmax (backward)" : "softmax (backward)";
+  const Rows rows = rows_of(y);
+  if (rows.count == 0) return;
+  DeviceGuard guard(y.device().index);
+  const cudaStream_t stream = current_stream();
+  dispatch_floating(y.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* g = static_cast<const T*>(grad.raw_data());
+    const T* out = static_cast<const T*>(y.raw_data());
+    T* g_in = static_cast<T*>(grad_input.raw_data());
+    with_vector_width<T>(rows.length, {g, out, g_in}, [&](auto vector_width) {
+      constexpr int kVec = decltype(vector_width)::value;
+      launch_for_rows<kVec>(
+          rows, op,
+          [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
+            softmax_backward_rows_kernel<T, kVec, decltype(per_thread)::value, decltype(warp_per_row)::value>
+                <<<grid, block_threads, 0, stream>>>(g, out, g_in, rows.count, rows.length, log);
+          },
+          [&](unsigned int grid, int block_threads) {
+            softmax_backward_online_kernel<T, kVec>
+                <<<grid, block_threads, 0, stream>>>(g, out, g_in, rows.length, log);
+          });
+      MG_CUDA_CHECK_LAUNCH(op);
+    });
+  });
+}
+
+}  // namespace cuda
+}  // namespace minigrad

@@ -1,0 +1,93 @@
+#pragma once
+// How a CUDA kernel finds the elements of N strided operands that share one shape.
+//
+// The host describes the shape and each operand's strides (in elements; 0 broadcasts) in a
+// StridedLayout, passed to the kernel by value. A thread turns its linear index (row-major
+// over the shape) into one element offset per operand. All indexing is int64: a tensor may
+// hold more than 2^31 elements.
+//
+// Before launching, make_strided_layout merges dims the operands all step through as one
+// (size-1 dims vanish; [a, b] with stride b*s and s merges into [a*b] with stride s), so
+// a contiguous tensor is one dim whatever its rank, a transposed matrix two, and each merged
+// dim saves the kernel an integer division per element (the GPU has no divider: a 32-bit
+// division is a software routine of about 20 instructions, a 64-bit one several dozen).
+#include <array>
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/shape.h"
+#include "core/tensor.h"
+
+namespace minigrad {
+namespace cuda {
+
+// Dims a kernel can index after merging. 8 dims for 3 operands are 200 bytes of kernel
+// parameters, far below the 4 KiB limit; a tensor that still has more is refused.
+constexpr int kMaxDims = 8;
+
+// a / b for an index a >= 0 and a size b > 0, in 32 bits when both fit (nearly always):
+// int64 indexing then costs a test, not a 64-bit division.
+__device__ __forceinline__ int64_t divide_index(int64_t a, int64_t b) {
+  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
+  return a / b;
+}
+
+template <int N>
+struct StridedLayout {
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};
+
+  // True when every operand is a plain run of elements: the linear index is the offset.
+  bool is_contiguous() const {
+    if (ndim == 0) return true;
+    if (ndim > 1) return false;
+    for (int k = 0; k < N; ++k)
+      if (strides[k][0] != 1) return false;
+    return true;
+  }
+
+  // off[k] = the element offset of the linear index `linear` in operand k.
+  __device__ __forceinline__ void offsets(int64_t linear, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d > 0; --d) {
+      const int64_t quotient = divide_index(linear, sizes[d]);
+      const int64_t coord = linear - quotient * sizes[d];
+      linear = quotient;
+      for (int k = 0; k < N; ++k) off[k] += coord * strides[k][d];
+    }
+    if (ndim > 0)
+      for (int k = 0; k < N; ++k) off[k] += linear * strides[k][0];
+  }
+};
+
+// The layout of `sizes` walked with each operand's strides (each of sizes.size() entries),
+// its dims merged. `op` names the caller in the error for a tensor of too many dims.
+template <int N>
+StridedLayout<N> make_strided_layout(const Shape& sizes, const std::array<const int64_t*, N>& strides,
+                                     const char* op) {
+  StridedLayout<N> layout;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 1) continue;  // never stepped through: any stride will do
+    if (layout.ndim > 0) {
+      const int last = layout.ndim - 1;
+      bool merges = true;
+      for (int k = 0; k < N; ++k) merges = merges && layout.strides[k][last] == strides[k][d] * sizes[d];
+      if (merges) {
+        layout.sizes[last] *= sizes[d];
+        for (int k = 0; k < N; ++k) layout.strides[k][last] = strides[k][d];
+        continue;
+      }
+    }
+    MG_CHECK(layout.ndim < kMaxDims,
+             "{}: the CUDA kernels index at most {} dims after merging; this shape {} with its strides needs more",
+             op, kMaxDims, shape_str(sizes));
+    layout.sizes[layout.ndim] = sizes[d];
+    for (int k = 0; k < N; ++k) layout.strides[k][layout.ndim] = strides[k][d];
+    ++layout.ndim;
+  }
+  return layout;
+}
+
+}  // namespace cuda
+}  // namespace minigrad

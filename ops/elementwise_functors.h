@@ -1,0 +1,289 @@
+#pragma once
+// The formulas of the elementwise ops, one functor each, written once for both backends
+// (DESIGN.md: "one definition of each formula"). The CPU loops (ops/cpu_loops.h) and the
+// CUDA engine (cuda/elementwise.cuh) call the same operator(), so the two evaluate the same
+// expression in the same order and differ only where the math library does (a few ulps of
+// exp, erf, tanh, pow).
+//
+// Each functor is called with values already in their compute type (compute_t below):
+// float and double as themselves, float16 and bfloat16 as float. A functor returns its
+// result in that type, and the caller rounds it to the output's dtype once, at the store.
+// Scalars an op takes (pow's exponent, clamp's limits, x + 2.5) are kept as double and
+// converted to the compute type where they are used, as `T(scalar)`: a float32 op meets
+// the scalar rounded to float, as ops.h promises.
+//
+// Math functions are called unqualified after `using std::exp;` (and erf, tanh, ...): on
+// the host that picks std::exp's float or double overload, in CUDA device code the same
+// call resolves to CUDA's device exp, which is likewise overloaded for float and double.
+//
+// Why functors and not lambdas: the CUDA kernels are compiled by nvcc in cuda/*.cu and
+// instantiated there for each formula, so each formula needs a name that both compilers see.
+#include <cmath>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "core/macros.h"
+#include "ops/gelu_math.h"
+
+namespace minigrad {
+
+// The type an element is computed in: float16 and bfloat16 in float (they have no
+// arithmetic of their own, and rounding once at the end keeps the error within the
+// output's own half-ulp), every other type as itself.
+template <typename T>
+struct compute_type {
+  using type = T;
+};
+template <>
+struct compute_type<Half> {
+  using type = float;
+};
+template <>
+struct compute_type<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using compute_t = typename compute_type<T>::type;
+
+namespace elementwise {
+
+// ---- arithmetic (ops/binary.cpp) ----
+
+struct Add {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return a + b; }
+};
+struct Sub {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return a - b; }
+};
+struct Mul {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return a * b; }
+};
+struct Div {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return a / b; }
+};
+
+struct AddScalar {
+  double scalar;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return v + T(scalar); }
+};
+struct SubScalar {
+  double scalar;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return v - T(scalar); }
+};
+struct MulScalar {
+  double scalar;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return v * T(scalar); }
+};
+// Not MulScalar with 1/scalar: x / 3 and x * (1/3) round differently.
+struct DivScalar {
+  double scalar;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return v / T(scalar); }
+};
+// scalar - v and scalar / v: the scalar on the left.
+struct ScalarSub {
+  double scalar;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return T(scalar) - v; }
+};
+struct ScalarDiv {
+  double scalar;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return T(scalar) / v; }
+};
+
+// ---- math (ops/unary.cpp) ----
+
+struct Neg {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return -v; }
+};
+struct Exp {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::exp;
+    return exp(v);
+  }
+};
+struct Log {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::log;
+    return log(v);
+  }
+};
+struct Sqrt {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::sqrt;
+    return sqrt(v);
+  }
+};
+struct Erf {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::erf;
+    return erf(v);
+  }
+};
+struct Tanh {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::tanh;
+    return tanh(v);
+  }
+};
+// 1 / (1 + exp(-v)). For v -> -inf, exp(-v) overflows to inf and the quotient is 0: the
+// right limit.
+struct Sigmoid {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::exp;
+    return T(1) / (T(1) + exp(-v));
+  }
+};
+// fabs, not v < 0 ? -v : v, which would keep the sign of -0.0.
+struct Abs {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::fabs;
+    return fabs(v);
+  }
+};
+struct Pow {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v, T exponent) const {
+    using std::pow;
+    return pow(v, exponent);
+  }
+};
+struct PowScalar {
+  double exponent;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::pow;
+    return pow(v, T(exponent));
+  }
+};
+// min(max(v, lo), hi), PyTorch's definition: NaN stays NaN (both comparisons are false),
+// and lo > hi gives hi everywhere.
+struct Clamp {
+  double min;
+  double max;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    const T at_least_min = v < T(min) ? T(min) : v;
+    return at_least_min > T(max) ? T(max) : at_least_min;
+  }
+};
+
+// ---- activations (ops/relu.cpp, ops/gelu.cpp) ----
+
+// `v < 0 ? 0 : v` rather than `v > 0 ? v : 0`: a NaN input stays NaN (both comparisons
+// are false for NaN), so a bad value upstream is not silently zeroed.
+struct Relu {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return v < T(0) ? T(0) : v; }
+};
+// The gradient passes where x > 0; at exactly 0 it is 0, as in PyTorch. A select, not
+// grad * (x > 0): an Inf or NaN gradient in a masked-out element gives 0, not Inf * 0 = NaN.
+struct ReluBackward {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T grad, T x) const { return x > T(0) ? grad : T(0); }
+};
+struct GeluExact {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return gelu_math::gelu_exact(v); }
+};
+struct GeluTanh {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return gelu_math::gelu_tanh(v); }
+};
+struct GeluExactBackward {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T grad, T x) const { return grad * gelu_math::gelu_exact_derivative(x); }
+};
+struct GeluTanhBackward {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T grad, T x) const { return grad * gelu_math::gelu_tanh_derivative(x); }
+};
+
+// ---- comparisons and where (ops/compare.cpp) ----
+// Every dtype: float16 and bfloat16 compare as the float they stand for (their compute type).
+
+struct Equal {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const { return a == b; }
+};
+struct NotEqual {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const { return a != b; }
+};
+struct Less {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const { return a < b; }
+};
+struct LessEqual {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const { return a <= b; }
+};
+struct Greater {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const { return a > b; }
+};
+struct GreaterEqual {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const { return a >= b; }
+};
+
+// x (compare) rhs. A floating tensor meets rhs in its compute type, and the caller has
+// already rounded rhs to the tensor's dtype (so a float16 tensor holding 0.1 is eq 0.1);
+// an int64 or bool tensor compares in double, so lt(i, 2.5) means i < 2.5 and not i < 2
+// (exact for integers up to 2^53).
+template <typename Compare>
+struct CompareWithScalar {
+  double rhs;
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T x) const {
+    if constexpr (std::is_integral_v<T>)
+      return Compare()(static_cast<double>(x), rhs);
+    else
+      return Compare()(x, static_cast<T>(rhs));
+  }
+};
+
+// condition ? a : b. Only moves values, so it serves every dtype.
+struct Select {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(bool condition, T a, T b) const { return condition ? a : b; }
+};
+
+// ---- in-place updates (ops/inplace.cpp); self is the first argument ----
+
+// self + alpha * other (add_ with alpha).
+struct AddScaled {
+  double alpha;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T self, T other) const { return self + T(alpha) * other; }
+};
+// value where mask, self elsewhere. A double value meets bool as value != 0.
+struct MaskedFill {
+  double value;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T self, bool mask) const { return mask ? static_cast<T>(value) : self; }
+};
+struct Fill {
+  double value;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T) const { return static_cast<T>(value); }
+};
+
+}  // namespace elementwise
+}  // namespace minigrad

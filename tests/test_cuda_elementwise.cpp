@@ -1,0 +1,548 @@
+// The elementwise ops on the GPU against the CPU reference: arithmetic with broadcasting
+// and scalars (ops/binary.cpp), math (ops/unary.cpp), comparisons and where
+// (ops/compare.cpp), relu and gelu (ops/relu.cpp, ops/gelu.cpp), in-place updates
+// (ops/inplace.cpp).
+//
+// The same inputs run on both devices, in every layout the CUDA engine treats differently
+// (cuda/elementwise.cuh): contiguous (16-byte vectors) with odd sizes (a tail after the
+// vectors), a slice one element in (misaligned: one element per access), transposed and
+// strided views, rows broadcast down and columns broadcast along rows, 0-d and empty
+// tensors. float64 and float32 must agree closely: the two math libraries differ by an
+// ulp or so. float16 and bfloat16 run natively on the GPU (computed in float, rounded once)
+// and are compared with the CPU's float32 result on the same rounded inputs, within the
+// half types' rounding. Every element is compared. Then gradients: gradcheck in float64 on
+// the GPU, and backward on the GPU against backward on the CPU.
+//
+// Every case is skipped where no GPU is present.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "tests/elementwise_test_helpers.h"
+#ifdef MINIGRAD_WITH_CUDA
+#include "cuda/runtime.h"
+#endif
+
+using namespace minigrad;
+using namespace minigrad::test;
+
+namespace {
+
+constexpr Device kGpu = Device::cuda(0);
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+using BinaryOp = std::function<Tensor(const Tensor&, const Tensor&)>;
+using ViewFn = std::function<Tensor(const Tensor&)>;
+
+// How far the GPU's result may be from the CPU's. float64, float32: the CUDA and glibc math
+// functions differ by an ulp or two (2.2e-16, 1.2e-7), more after a dozen operations whose
+// terms cancel (gelu's derivative near its zero, where Phi(x) and x phi(x) meet).
+// float16, bfloat16 against the CPU's float32 result: rounding to 11 (8) significant bits
+// moves a value by up to half an ulp, 2^-11 = 4.9e-4 (2^-8 = 3.9e-3).
+struct Agreement {
+  DType dtype;
+  double rtol;
+  double atol;
+};
+const std::vector<Agreement>& agreements() {
+  static const std::vector<Agreement> list = {
+      {kFloat64, 1e-12, 1e-14}, {kFloat32, 1e-5, 1e-6}, {kFloat16, 1e-3, 1e-4}, {kBFloat16, 8e-3, 1e-3}};
+  return list;
+}
+
+// The dtype the CPU computes the reference in: float32 for the half types.
+DType reference_dtype(DType dtype) { return is_half(dtype) ? kFloat32 : dtype; }
+
+double anywhere(double v) { return v; }
+double positive(double v) { return std::abs(v) + 0.5; }
+double away_from_zero(double v) { return v < 0 ? v - 0.5 : v + 0.5; }
+Tensor identity(const Tensor& t) { return t; }
+
+// ---- the ops ----
+
+struct UnaryCase {
+  const char* label;
+  UnaryOp op;
+  ScalarFn domain;
+};
+
+std::vector<UnaryCase> unary_cases() {
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, anywhere},
+      {"exp", [](const Tensor& x) { return exp(x); }, anywhere},
+      {"log", [](const Tensor& x) { return log(x); }, positive},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, positive},
+      {"erf", [](const Tensor& x) { return erf(x); }, anywhere},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, anywhere},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, anywhere},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return away_from_kinks(v, {0.0}); }},
+      {"pow(x, 3)", [](const Tensor& x) { return pow(x, 3.0); }, anywhere},
+      {"pow(x, 2.5)", [](const Tensor& x) { return pow(x, 2.5); }, positive},
+      {"pow(x, -1.5)", [](const Tensor& x) { return pow(x, -1.5); }, positive},
+      {"clamp(x, -0.5, 0.5)", [](const Tensor& x) { return clamp(x, -0.5, 0.5); },
+       [](double v) { return away_from_kinks(v, {-0.5, 0.5}); }},
+      {"clamp_min(x, 0.2)", [](const Tensor& x) { return clamp_min(x, 0.2); },
+       [](double v) { return away_from_kinks(v, {0.2}); }},
+      {"x + 2.5", [](const Tensor& x) { return x + 2.5; }, anywhere},
+      {"x - 2.5", [](const Tensor& x) { return x - 2.5; }, anywhere},
+      {"x * -1.5", [](const Tensor& x) { return x * -1.5; }, anywhere},
+      {"x / 3", [](const Tensor& x) { return x / 3.0; }, anywhere},
+      {"2 - x", [](const Tensor& x) { return 2.0 - x; }, anywhere},
+      {"2 / x", [](const Tensor& x) { return 2.0 / x; }, away_from_zero},
+      {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return away_from_kinks(v, {0.0}); }},
+      {"gelu", [](const Tensor& x) { return gelu(x); }, anywhere},
+      {"gelu tanh", [](const Tensor& x) { return gelu(x, GeluApproximation::Tanh); }, anywhere},
+  };
+}
+
+struct BinaryCase {
+  const char* label;
+  BinaryOp op;
+  ScalarFn domain_a;
+  ScalarFn domain_b;
+};
+
+std::vector<BinaryCase> binary_cases() {
+  return {
+      {"add", [](const Tensor& a, const Tensor& b) { return a + b; }, anywhere, anywhere},
+      {"sub", [](const Tensor& a, const Tensor& b) { return a - b; }, anywhere, anywhere},
+      {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, anywhere, anywhere},
+      {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, anywhere, away_from_zero},
+      {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, positive, anywhere},
+  };
+}
+
+// ---- the layouts: views of a contiguous base, made alike on both devices ----
+
+struct Layout {
+  const char* name;
+  Shape base_sizes;
+  ViewFn view;
+};
+
+std::vector<Layout> unary_layouts() {
+  return {
+      {"7x13: vectors, then 91 % N elements one at a time", {7, 13}, identity},
+      {"1000003 elements", {1000003}, identity},
+      {"a slice from element 1: misaligned, one element per access", {1000004},
+       [](const Tensor& t) { return t.slice(0, 1, 1000004); }},
+      {"transposed", {13, 7}, [](const Tensor& t) { return t.t(); }},
+      {"every other column", {7, 26}, [](const Tensor& t) { return t.slice(1, 0, 26, 2); }},
+      {"4-d permuted: three outer dims to unravel", {2, 3, 4, 5},
+       [](const Tensor& t) { return t.permute({3, 1, 0, 2}); }},
+      {"0-d", {}, identity},
+      {"empty", {0, 5}, identity},
+  };
+}
+
+struct BinaryLayout {
+  const char* name;
+  Shape a_base;
+  Shape b_base;
+  ViewFn a_view;
+  ViewFn b_view;
+};
+
+std::vector<BinaryLayout> binary_layouts() {
+  const ViewFn transpose = [](const Tensor& t) { return t.t(); };
+  const ViewFn from_element_1 = [](const Tensor& t) { return t.slice(0, 1, t.size(0)); };
+  return {
+      {"same shape, odd size", {7, 13}, {7, 13}, identity, identity},
+      {"1000003 elements", {1000003}, {1000003}, identity, identity},
+      {"a row broadcast down 257 rows", {257, 1000}, {1000}, identity, identity},
+      {"rows of 1001: a tail in every row", {257, 1001}, {1001}, identity, identity},
+      {"a column broadcast along each row", {257, 1000}, {257, 1}, identity, identity},
+      {"the row on the left", {1000}, {257, 1000}, identity, identity},
+      {"both sides stretched", {3, 1}, {1, 4}, identity, identity},
+      {"0-d and 3x4", {}, {3, 4}, identity, identity},
+      {"3-d and 2-d", {2, 1, 3}, {4, 1}, identity, identity},
+      {"transposed and contiguous", {13, 7}, {7, 13}, transpose, identity},
+      {"misaligned and aligned", {1000004}, {1000003}, from_element_1, identity},
+      {"empty", {0, 3}, {3}, identity, identity},
+  };
+}
+
+// ---- checks ----
+
+// op on the GPU, in each dtype and layout, against the CPU.
+void check_unary_on_gpu(const UnaryCase& c) {
+  for (const Layout& layout : unary_layouts()) {
+    INFO("layout: " << std::string(layout.name));
+    const Tensor base = reference_map(randn64(layout.base_sizes), c.domain);
+    for (const Agreement& a : agreements()) {
+      INFO("dtype: " << std::string(dtype_name(a.dtype)));
+      const Tensor rounded = base.to(a.dtype);
+      const Tensor on_gpu = c.op(layout.view(rounded.to(kGpu)));
+      CHECK(on_gpu.device() == kGpu);
+      CHECK(on_gpu.dtype() == a.dtype);
+      CHECK_ALLCLOSE(on_gpu, c.op(layout.view(rounded.to(reference_dtype(a.dtype)))), a.rtol, a.atol);
+    }
+  }
+}
+
+void check_binary_on_gpu(const BinaryOp& op, const BinaryLayout& layout, const Tensor& a_base, const Tensor& b_base) {
+  INFO("layout: " << std::string(layout.name));
+  for (const Agreement& a : agreements()) {
+    INFO("dtype: " << std::string(dtype_name(a.dtype)));
+    const Tensor ra = a_base.to(a.dtype);
+    const Tensor rb = b_base.to(a.dtype);
+    const Tensor on_gpu = op(layout.a_view(ra.to(kGpu)), layout.b_view(rb.to(kGpu)));
+    CHECK(on_gpu.device() == kGpu);
+    CHECK(on_gpu.dtype() == a.dtype);
+    const DType cpu = reference_dtype(a.dtype);
+    CHECK_ALLCLOSE(on_gpu, op(layout.a_view(ra.to(cpu)), layout.b_view(rb.to(cpu))), a.rtol, a.atol);
+  }
+}
+
+// The gradients of op's inputs on the GPU and on the CPU, for one upstream gradient.
+// Backward chains several ops, each rounding, and sums broadcast gradients (in float on the
+// GPU, in double on the CPU): float32 gets more room than one op's forward needs.
+void check_backward_matches(const std::function<Tensor(const tensor_list&)>& op, const tensor_list& inputs, DType dtype) {
+  const double rtol = dtype == kFloat64 ? 1e-12 : 1e-4;
+  const double atol = dtype == kFloat64 ? 1e-13 : 1e-4;
+  tensor_list on_gpu, on_cpu;
+  for (const Tensor& x : inputs) {
+    on_gpu.push_back(leaf(x.to(dtype).to(kGpu)));
+    on_cpu.push_back(leaf(x.to(dtype)));
+  }
+  const Tensor y_cpu = op(on_cpu);
+  const Tensor upstream = randn64(y_cpu.sizes()).to(dtype);
+  op(on_gpu).backward(upstream.to(kGpu));
+  y_cpu.backward(upstream);
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    INFO("input " << k);
+    REQUIRE(on_gpu[k].grad().defined());
+    CHECK(on_gpu[k].grad().device() == kGpu);
+    CHECK_ALLCLOSE(on_gpu[k].grad(), on_cpu[k].grad(), rtol, atol);
+  }
+}
+
+// Values that every dtype holds exactly, with many ties: whole numbers in [-3, 3].
+Tensor small_integers(const Shape& sizes) {
+  return reference_map(randn64(sizes), [](double v) { return std::round(std::clamp(1.5 * v, -3.0, 3.0)); });
+}
+
+const std::vector<DType>& all_dtypes() {
+  static const std::vector<DType> dtypes = {kFloat64, kFloat32, kFloat16, kBFloat16, kInt64, kBool};
+  return dtypes;
+}
+
+// Runs `update` on a GPU copy and a CPU copy of self (through `view` of each), and compares:
+// exactly, since the values are small whole numbers, exact in every dtype.
+void check_inplace_on_gpu(const Tensor& self, const ViewFn& view, const std::function<void(Tensor&)>& update) {
+  Tensor on_gpu = self.to(kGpu);
+  Tensor on_cpu = self.clone();
+  Tensor gpu_view = view(on_gpu);
+  Tensor cpu_view = view(on_cpu);
+  const uint64_t version = on_gpu.version();
+  update(gpu_view);
+  update(cpu_view);
+  CHECK(on_gpu.version() == version + 1);
+  CHECK_ALLCLOSE(on_gpu, on_cpu, 0.0, 0.0);
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------
+// forward values
+
+TEST_CASE("cuda unary ops and scalar arithmetic: every dtype and layout agrees with the CPU" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(101);
+  for (const UnaryCase& c : unary_cases()) {
+    INFO("op: " << std::string(c.label));
+    check_unary_on_gpu(c);
+  }
+}
+
+TEST_CASE("cuda binary ops: broadcasting and every layout agree with the CPU, both argument orders" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(102);
+  for (const BinaryCase& c : binary_cases()) {
+    INFO("op: " << std::string(c.label));
+    for (const BinaryLayout& layout : binary_layouts()) {
+      const Tensor a = reference_map(randn64(layout.a_base), c.domain_a);
+      const Tensor b = reference_map(randn64(layout.b_base), c.domain_b);
+      check_binary_on_gpu(c.op, layout, a, b);
+      const BinaryLayout swapped{layout.name, layout.b_base, layout.a_base, layout.b_view, layout.a_view};
+      const BinaryOp flipped = [&](const Tensor& x, const Tensor& y) { return c.op(y, x); };
+      check_binary_on_gpu(flipped, swapped, b, a);
+    }
+  }
+}
+
+TEST_CASE("cuda ops on NaN, infinities and signed zeros give what the CPU gives" *
+          doctest::skip(!cuda_is_available())) {
+  const Tensor specials = from_vector<double>({kNaN, kInf, -kInf, 0.0, -0.0, 1.0, -1.0, 30.0, -30.0}, {9});
+  for (const UnaryCase& c : unary_cases()) {
+    INFO("op: " << std::string(c.label));
+    for (DType dt : {kFloat64, kFloat32}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      const Tensor x = specials.to(dt);
+      CHECK_ALLCLOSE(c.op(x.to(kGpu)), c.op(x), 1e-6, 0.0);
+    }
+  }
+  for (const BinaryCase& c : binary_cases()) {
+    INFO("op: " << std::string(c.label));
+    const Tensor x = specials.to(kFloat32);
+    const Tensor y = from_vector<double>({1.0, kNaN, 0.0, -kInf, 2.0, 0.0, kInf, -0.0, 0.5}, {9}).to(kFloat32);
+    CHECK_ALLCLOSE(c.op(x.to(kGpu), y.to(kGpu)), c.op(x, y), 1e-6, 0.0);
+  }
+}
+
+TEST_CASE("cuda half types compute natively: the output is the only new memory" *
+          doctest::skip(!cuda_is_available())) {
+#ifdef MINIGRAD_WITH_CUDA
+  // 4M elements: 8 MiB in bfloat16, 16 MiB for a float32 copy, whole multiples of the
+  // allocator's 2 MiB granule, so the peak counts exactly what was allocated.
+  const int64_t n = int64_t{1} << 22;
+  const size_t output_bytes = static_cast<size_t>(n) * 2;
+  for (DType dt : {kBFloat16, kFloat16}) {
+    INFO("dtype: " << std::string(dtype_name(dt)));
+    const Tensor x = randn({n}, TensorOptions(dt).device(kGpu));
+    const Tensor g = randn({n}, TensorOptions(dt).device(kGpu));
+    for (const UnaryOp& op : std::vector<UnaryOp>{[](const Tensor& t) { return relu(t); },
+                                                 [](const Tensor& t) { return gelu(t); },
+                                                 [&](const Tensor& t) { return t * g; }}) {
+      const size_t before = cuda::allocator_stats(0).allocated_bytes;
+      cuda::reset_peak_stats(0);
+      const Tensor y = op(x);
+      CHECK(cuda::allocator_stats(0).peak_allocated_bytes - before == output_bytes);
+    }
+  }
+#endif
+}
+
+// ---------------------------------------------------------------------------------------
+// comparisons, where, in-place updates
+
+TEST_CASE("cuda comparisons: every dtype, broadcasting, scalars, exactly the CPU's answers" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(103);
+  const std::vector<std::pair<const char*, BinaryOp>> comparisons = {
+      {"eq", [](const Tensor& a, const Tensor& b) { return a == b; }},
+      {"ne", [](const Tensor& a, const Tensor& b) { return a != b; }},
+      {"lt", [](const Tensor& a, const Tensor& b) { return a < b; }},
+      {"le", [](const Tensor& a, const Tensor& b) { return a <= b; }},
+      {"gt", [](const Tensor& a, const Tensor& b) { return a > b; }},
+      {"ge", [](const Tensor& a, const Tensor& b) { return a >= b; }}};
+  const std::vector<std::function<Tensor(const Tensor&, double)>> with_scalar = {
+      [](const Tensor& a, double b) { return a == b; }, [](const Tensor& a, double b) { return a != b; },
+      [](const Tensor& a, double b) { return a < b; },  [](const Tensor& a, double b) { return a <= b; },
+      [](const Tensor& a, double b) { return a > b; },  [](const Tensor& a, double b) { return a >= b; }};
+  for (size_t k = 0; k < comparisons.size(); ++k) {
+    const auto& [name, op] = comparisons[k];
+    INFO("op: " << std::string(name));
+    for (const BinaryLayout& layout : binary_layouts()) {
+      INFO("layout: " << std::string(layout.name));
+      const Tensor a = small_integers(layout.a_base);
+      const Tensor b = small_integers(layout.b_base);
+      for (DType dt : all_dtypes()) {
+        INFO("dtype: " << std::string(dtype_name(dt)));
+        const Tensor ta = layout.a_view(a.to(dt));
+        const Tensor tb = layout.b_view(b.to(dt));
+        const Tensor on_gpu = op(layout.a_view(a.to(dt).to(kGpu)), layout.b_view(b.to(dt).to(kGpu)));
+        CHECK(on_gpu.dtype() == kBool);
+        CHECK(on_gpu.device() == kGpu);
+        CHECK_ALLCLOSE(on_gpu, op(ta, tb), 0.0, 0.0);
+        for (double scalar : {1.0, 0.5, -2.0}) {
+          INFO("scalar: " << scalar);
+          CHECK_ALLCLOSE(with_scalar[k](layout.a_view(a.to(dt).to(kGpu)), scalar), with_scalar[k](ta, scalar), 0.0,
+                         0.0);
+        }
+      }
+    }
+    const Tensor with_nan = from_vector<double>({kNaN, 1.0, kInf, -kInf}, {4});
+    const Tensor others = from_vector<double>({kNaN, 1.0, 2.0, -kInf}, {4});
+    for (DType dt : {kFloat32, kBFloat16}) {
+      CHECK_ALLCLOSE(op(with_nan.to(dt).to(kGpu), others.to(dt).to(kGpu)), op(with_nan.to(dt), others.to(dt)), 0.0,
+                     0.0);
+      CHECK_ALLCLOSE(with_scalar[k](with_nan.to(dt).to(kGpu), kNaN), with_scalar[k](with_nan.to(dt), kNaN), 0.0, 0.0);
+    }
+  }
+  // A floating tensor meets the scalar in its own dtype, an integer tensor in double.
+  CHECK(eq(tensor({0.1f}).to(kGpu), 0.1).item<bool>());
+  CHECK(eq(from_vector<double>({0.1}, {1}).to(kBFloat16).to(kGpu), 0.1).item<bool>());
+  CHECK(lt(arange(4).to(kGpu), 2.5).to_vector<double>() == std::vector<double>{1, 1, 1, 0});
+}
+
+TEST_CASE("cuda where: every dtype, all three arguments broadcast, non-contiguous condition" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(104);
+  struct WhereLayout {
+    const char* name;
+    Shape condition, a, b;
+  };
+  const std::vector<WhereLayout> layouts = {{"same shape", {7, 13}, {7, 13}, {7, 13}},
+                                            {"1000003 elements", {1000003}, {1000003}, {1000003}},
+                                            {"all three broadcast", {3, 1}, {1, 4}, {3, 4}},
+                                            {"rows", {257, 1000}, {1000}, {257, 1000}},
+                                            {"a 0-d branch", {257, 1000}, {257, 1000}, {}},
+                                            {"empty", {0, 1}, {4}, {1}}};
+  for (const WhereLayout& layout : layouts) {
+    INFO("layout: " << std::string(layout.name));
+    const Tensor condition = gt(randn64(layout.condition), 0.0);
+    const Tensor a = small_integers(layout.a);
+    const Tensor b = small_integers(layout.b);
+    for (DType dt : all_dtypes()) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      const Tensor on_gpu = where(condition.to(kGpu), a.to(dt).to(kGpu), b.to(dt).to(kGpu));
+      CHECK(on_gpu.dtype() == dt);
+      CHECK_ALLCLOSE(on_gpu, where(condition, a.to(dt), b.to(dt)), 0.0, 0.0);
+    }
+  }
+  const Tensor square_condition = gt(randn64({13, 7}), 0.0);
+  const Tensor x = randn64({7, 13});
+  const Tensor y = randn64({7, 13});
+  CHECK_ALLCLOSE(where(square_condition.to(kGpu).t(), x.to(kGpu), y.to(kGpu)), where(square_condition.t(), x, y),
+                 0.0, 0.0);
+}
+
+TEST_CASE("cuda in-place updates: add_, mul_, masked_fill_, fill_, zero_ in every dtype, through views" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(105);
+  const Tensor x = small_integers({13, 7});
+  const Tensor row = small_integers({13});
+  const Tensor column = small_integers({7, 1});
+  const Tensor mask = gt(randn64({13}), 0.0);
+  const std::vector<std::pair<const char*, ViewFn>> views = {
+      {"whole", identity}, {"transposed", [](const Tensor& t) { return t.t(); }}};
+  for (const auto& [view_name, view] : views) {
+    INFO("view: " << std::string(view_name));
+    for (DType dt : all_dtypes()) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      const Tensor self = x.to(dt);
+      // The operands fit the transposed view, [7, 13]; the whole tensor gets its own.
+      const bool transposed = std::string(view_name) == "transposed";
+      const Tensor other = transposed ? row.to(dt) : small_integers({7}).to(dt);
+      const Tensor other_column = transposed ? column.to(dt) : small_integers({13, 1}).to(dt);
+      const Tensor mask_for_view = transposed ? mask : gt(randn64({7}), 0.0);
+      if (dt != kBool) {
+        check_inplace_on_gpu(self, view, [&](Tensor& t) { t.add_(other.to(t.device()), 2.0); });
+        check_inplace_on_gpu(self, view, [](Tensor& t) { t.add_(-3.0); });
+        check_inplace_on_gpu(self, view, [&](Tensor& t) { t.mul_(other_column.to(t.device())); });
+        check_inplace_on_gpu(self, view, [](Tensor& t) { t.mul_(2.0); });
+      }
+      check_inplace_on_gpu(self, view, [&](Tensor& t) { t.masked_fill_(mask_for_view.to(t.device()), 1.0); });
+      check_inplace_on_gpu(self, view, [](Tensor& t) { t.fill_(1.0); });
+      check_inplace_on_gpu(self, view, [](Tensor& t) { t.zero_(); });
+    }
+  }
+  // Reading an operand that shares self's memory: x += x^T reads the old values.
+  Tensor square = randn64({64, 64}).to(kGpu);
+  const Tensor expected = square.cpu() + square.cpu().t();
+  square.add_(square.t());
+  CHECK_ALLCLOSE(square, expected, 1e-15, 0.0);
+}
+
+TEST_CASE("cuda ops refuse operands on another device, naming the op and both devices" *
+          doctest::skip(!cuda_is_available())) {
+  const Tensor on_cpu = ones({3});
+  const Tensor on_gpu = ones({3}, TensorOptions(kFloat32).device(kGpu));
+  CHECK_THROWS_CONTAINING(add(on_gpu, on_cpu), "add: expected all tensors on one device, but argument 'self' is on "
+                                               "cuda:0 and argument 'other' is on cpu");
+  CHECK_THROWS_CONTAINING(mul(on_cpu, on_gpu), "mul: expected all tensors on one device");
+  CHECK_THROWS_CONTAINING(pow(on_gpu, on_cpu), "pow: ");
+  CHECK_THROWS_CONTAINING(lt(on_gpu, on_cpu), "lt: expected all tensors on one device");
+  CHECK_THROWS_CONTAINING(where(gt(on_cpu, 0.0), on_gpu, on_gpu), "where: expected all tensors on one device, but "
+                                                                  "argument 'condition' is on cpu");
+  CHECK_THROWS_CONTAINING(where(gt(on_gpu, 0.0), on_gpu, on_cpu), "argument 'other' is on cpu");
+  Tensor target = zeros({3}, TensorOptions(kFloat32).device(kGpu));
+  CHECK_THROWS_CONTAINING(target.add_(on_cpu), "add_: expected all tensors on one device");
+  CHECK_THROWS_CONTAINING(target.mul_(on_cpu), "mul_: expected all tensors on one device");
+  CHECK_THROWS_CONTAINING(target.masked_fill_(gt(on_cpu, 0.0), 1.0), "masked_fill_: expected all tensors on one device");
+}
+
+// ---------------------------------------------------------------------------------------
+// gradients
+
+TEST_CASE("cuda gradcheck in float64 on the GPU: every differentiable elementwise op" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(106);
+  for (const UnaryCase& c : unary_cases()) {
+    INFO("op: " << std::string(c.label));
+    const Tensor x = reference_map(randn64({3, 4}), c.domain);
+    auto fn = [&](const tensor_list& in) { return c.op(in[0]); };
+    CHECK_GRADCHECK(fn, tensor_list{leaf(x.to(kGpu))});
+    CHECK_GRADCHECK(fn, tensor_list{leaf(x.to(kGpu).t().contiguous().t())});
+  }
+  for (const BinaryCase& c : binary_cases()) {
+    INFO("op: " << std::string(c.label));
+    auto fn = [&](const tensor_list& in) { return c.op(in[0], in[1]); };
+    for (const auto& [sa, sb] : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{3, 1}, {1, 4}}, {{}, {3, 4}}}) {
+      INFO("shapes: " << shape_str(sa) << " and " << shape_str(sb));
+      const Tensor a = leaf(reference_map(randn64(sa), c.domain_a).to(kGpu));
+      const Tensor b = leaf(reference_map(randn64(sb), c.domain_b).to(kGpu));
+      CHECK_GRADCHECK(fn, (tensor_list{a, b}));
+    }
+  }
+  const Tensor condition = gt(randn64({3, 4}), 0.0).to(kGpu);
+  auto where_fn = [&](const tensor_list& in) { return where(condition, in[0], in[1]); };
+  CHECK_GRADCHECK(where_fn, (tensor_list{leaf(randn64({3, 4}).to(kGpu)), leaf(randn64({4}).to(kGpu))}));
+}
+
+TEST_CASE("cuda backward agrees with CPU backward: every differentiable op, float64 and float32" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(107);
+  for (DType dt : {kFloat64, kFloat32}) {
+    INFO("dtype: " << std::string(dtype_name(dt)));
+    for (const UnaryCase& c : unary_cases()) {
+      INFO("op: " << std::string(c.label));
+      check_backward_matches([&](const tensor_list& in) { return c.op(in[0]); },
+                             {reference_map(randn64({257, 1001}), c.domain)}, dt);
+    }
+    for (const BinaryCase& c : binary_cases()) {
+      INFO("op: " << std::string(c.label));
+      // The broadcast input's gradient is a sum over the 257 rows.
+      check_backward_matches([&](const tensor_list& in) { return c.op(in[0], in[1]); },
+                             {reference_map(randn64({257, 1001}), c.domain_a),
+                              reference_map(randn64({1001}), c.domain_b)},
+                             dt);
+    }
+    const Tensor condition = gt(randn64({257, 1001}), 0.0);
+    check_backward_matches([&](const tensor_list& in) { return where(condition.to(in[0].device()), in[0], in[1]); },
+                           {randn64({257, 1001}), randn64({1001})}, dt);
+  }
+}
+
+TEST_CASE("cuda relu and gelu backward: one kernel over (grad, x), at the kinks and in the tails" *
+          doctest::skip(!cuda_is_available())) {
+  const Tensor x = from_vector<double>({-8.0, -3.0, -1.0, -0.0, 0.0, 1e-3, 1.0, 3.0, 8.0, kInf, -kInf}, {11});
+  const std::vector<std::pair<const char*, UnaryOp>> activations = {
+      {"relu", [](const Tensor& t) { return relu(t); }},
+      {"gelu", [](const Tensor& t) { return gelu(t); }},
+      {"gelu tanh", [](const Tensor& t) { return gelu(t, GeluApproximation::Tanh); }}};
+  manual_seed(108);
+  const Tensor random = randn64({257, 1001}) * 3.0;
+  for (const auto& [name, op] : activations) {
+    INFO("op: " << std::string(name));
+    for (DType dt : {kFloat64, kFloat32}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      Tensor x_gpu = leaf(x.to(dt).to(kGpu));
+      Tensor x_cpu = leaf(x.to(dt));
+      op(x_gpu).sum().backward();
+      op(x_cpu).sum().backward();
+      CHECK_ALLCLOSE(x_gpu.grad(), x_cpu.grad(), 1e-6, 1e-7);
+    }
+    // Random inputs in every dtype: the backward is one kernel, its result rounded once, so
+    // the forward ops' agreement holds (the half types against the CPU's float32).
+    for (const Agreement& a : agreements()) {
+      INFO("dtype: " << std::string(dtype_name(a.dtype)));
+      const Tensor rounded = random.to(a.dtype);
+      const Tensor upstream = randn64(random.sizes()).to(a.dtype);
+      Tensor x_gpu = leaf(rounded.to(kGpu));
+      Tensor x_cpu = leaf(rounded.to(reference_dtype(a.dtype)));
+      op(x_gpu).backward(upstream.to(kGpu));
+      op(x_cpu).backward(upstream.to(reference_dtype(a.dtype)));
+      CHECK_ALLCLOSE(x_gpu.grad(), x_cpu.grad(), a.rtol, a.atol);
+    }
+  }
+  // The seed's example on the GPU: relu([1, -2, 3]).sum() backward gives [1, 0, 1].
+  Tensor seed = tensor({1.0f, -2.0f, 3.0f}).to(kGpu).requires_grad_();
+  relu(seed).sum().backward();
+  CHECK(seed.grad().to_vector<double>() == std::vector<double>{1, 0, 1});
+}
