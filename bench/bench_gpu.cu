@@ -40,17 +40,19 @@
 
 #include <fmt/core.h>
 
+#include "bench/overhead_chain.h"
 #include "cuda/runtime.h"
 #include "minigrad.h"
 
 using namespace minigrad;
+using bench::kChainLength;
+using bench::run_chain;
 
 namespace {
 
 // The reference shapes of issue 3 and DESIGN.md's anchors.
 constexpr int64_t kRows = 16384, kCols = 8192;  // 128 Mi elements: 256 MiB in bf16
 constexpr int64_t kMatmulSize = 8192;           // 8192^3: long enough that cuBLAS runs at its peak
-constexpr int kChainLength = 2000;              // same chain as bench_overhead, on the GPU
 constexpr int64_t kChainElements = 1024;        // small: the op's fixed cost dominates
 constexpr double kMiB = 1024.0 * 1024.0;
 
@@ -136,20 +138,8 @@ Row memory_row(const std::string& op, const std::string& impl, const Shape& shap
 
 // The per-op fixed cost on the GPU: host wall time of a chain of small ops, the wait for
 // the GPU included, per op. Here the GPU's work is a few microseconds per kernel at most;
-// what is measured is the framework's launch path (checks, allocation, tape, launch).
-// Same chain as bench_overhead: * 0.5, + offset, * 2, - 2 * offset, which maps x to x
-// exactly, so nothing drifts into denormals however long the chain.
-Tensor run_chain(const Tensor& x, const Tensor& offset, const Tensor& twice_offset) {
-  Tensor y = x;
-  for (int i = 0; i < kChainLength; i += 4) {
-    y = y * 0.5;
-    y = y + offset;
-    y = y * 2.0;
-    y = y - twice_offset;
-  }
-  return y;
-}
-
+// what is measured is the framework's launch path (checks, allocation, tape, launch),
+// over the same chain as bench_overhead (bench/overhead_chain.h).
 Row chain_row(const std::string& pass, const std::function<void()>& run_once) {
   Row r{"chain_small_ops", "minigrad", {kChainElements}, "float32", pass, {}, {}, {}, {}, {}, {}};
   try {

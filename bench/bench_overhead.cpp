@@ -19,33 +19,21 @@
 
 #include <fmt/core.h>
 
+#include "bench/overhead_chain.h"
 #include "minigrad.h"
 
 using namespace minigrad;
+using bench::kChainLength;
+using bench::run_chain;
 
 namespace {
 
-constexpr int kChainLength = 2000;
 constexpr int kWarmupRuns = 3;
 constexpr int kTimedRuns = 30;
 // Budgets for this repository's 2-core CI machine.
 constexpr double kTargetNoGradUs = 1.5;
 constexpr double kTargetAutogradUs = 4.0;
 
-// A chain of kChainLength ops that maps x back to x, four ops at a time:
-//   y * 0.5 + offset, then * 2 - 2 * offset.
-// Multiplying by powers of two is exact, so neither the values nor the gradient (exactly 1)
-// drift or underflow however long the chain: no denormals skew the timing.
-Tensor run_chain(const Tensor& x, const Tensor& offset, const Tensor& twice_offset) {
-  Tensor y = x;
-  for (int i = 0; i < kChainLength; i += 4) {
-    y = y * 0.5;
-    y = y + offset;
-    y = y * 2.0;
-    y = y - twice_offset;
-  }
-  return y;
-}
 
 struct Timing {
   double median_us_per_op;
