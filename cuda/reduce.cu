@@ -515,15 +515,6 @@ void launch_reduction(const char* name, const in_t* x, const ReductionLayout& la
   launch_reduction(name, static_cast<const state_t*>(partial), second, op, output);
 }
 
-// Below every value of T: where a running maximum starts.
-template <typename T>
-T lowest_value() {
-  if constexpr (std::numeric_limits<T>::has_infinity)
-    return -std::numeric_limits<T>::infinity();
-  else
-    return std::numeric_limits<T>::lowest();
-}
-
 }  // namespace
 
 void sum_reduce(const Tensor& x, const std::vector<bool>& reduced, double divisor, const Tensor& out) {

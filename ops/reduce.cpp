@@ -143,15 +143,6 @@ Tensor sum_kernel(const char* op, const Tensor& x, const std::vector<bool>& redu
   return out;
 }
 
-// Below every value of T: the running maximum starts here.
-template <typename T>
-T lowest_value() {
-  if constexpr (std::numeric_limits<T>::has_infinity)
-    return -std::numeric_limits<T>::infinity();
-  else
-    return std::numeric_limits<T>::lowest();
-}
-
 struct MaxAlongDim {
   Tensor values;
   Tensor indices;  // int64: where along `dim` each maximum is (the first one on ties)

@@ -2,6 +2,7 @@
 // The combine steps of the reductions, written once for the CPU kernels (ops/reduce.cpp) and
 // the CUDA kernels (MG_HOST_DEVICE), so both backends pick the same element.
 #include <cstdint>
+#include <limits>
 
 #include "core/macros.h"
 
@@ -18,6 +19,15 @@ MG_HOST_DEVICE bool max_prefers(T value, int64_t index, T best, int64_t best_ind
   const bool best_is_nan = best != best;
   if (value_is_nan || best_is_nan) return value_is_nan && (!best_is_nan || index < best_index);
   return value > best || (value == best && index < best_index);
+}
+
+// Below every value of T: where a running maximum starts, on either backend (host code).
+template <typename T>
+T lowest_value() {
+  if constexpr (std::numeric_limits<T>::has_infinity)
+    return -std::numeric_limits<T>::infinity();
+  else
+    return std::numeric_limits<T>::lowest();
 }
 
 }  // namespace minigrad
