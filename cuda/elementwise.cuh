@@ -26,18 +26,20 @@
 // row start aligned, or, for an input, stride 0 (one value broadcast along the row, read
 // once); otherwise one element per access (misaligned slices, transposes).
 //
-// Slots. A slot is one vector, or one element when N = 1. Each thread takes 16 elements of
-// each operand (16 / N slots; 8 single elements when N = 1), a block's threads side by side
-// so that each access of a warp covers consecutive memory (coalesced), and issues the loads
-// of all its slots of every input before it uses the first. Bytes in flight are what keep
-// HBM busy: 4.8 TB/s x ~1 us of latency is ~36 KB per SM, and a thousand resident threads x
-// 32 to 64 bytes per input give that. More slots per thread cost registers (the values are
-// unpacked to float), fewer resident threads, and were slower on an H200 for bfloat16.
+// Slots. A slot is one vector, or one element when N = 1. Each thread takes one slot of
+// each operand (16 bytes; 8 single elements when N = 1, 16 bytes of bfloat16), a block's
+// threads side by side so that each access of a warp covers consecutive memory (coalesced),
+// and issues the loads of all its inputs before it uses the first.
 //
-// Grid. 256 threads a block, and at most as many blocks as the GPU holds at once (132 SMs x
-// 8 on an H200): each block loops over tiles (over rows in rows_kernel), so a thread's setup
-// is paid a few times, not once per tile. Rows shorter than a tile share a block:
-// 2^row_shift threads per row, the power of two that covers a row with a thread's slots.
+// Grid. 128 threads a block and one tile of 128 slots per block: the grid covers the whole
+// tensor (131072 blocks for 2^27 bfloat16 elements) and the block scheduler starts a new
+// block wherever one finishes. Measured on an H200 (docs/perf-notes.md), bf16 relu ran at
+// 1.00 of the cudaMemcpy rate so, where a grid of resident blocks looping over tiles ran at
+// 0.89 and 2 or 4 slots per thread at 0.96-0.97 (more bytes in flight per thread did not
+// help once the grid is full); bf16 gelu ran at 0.998 with 128 threads a block, 0.98 with
+// 256 and 0.95 with 512. A block loops only beyond the grid's limits (2^31 - 1 tiles in x;
+// 65535 groups of rows in y). Rows shorter than a tile share a block: 2^row_shift threads
+// per row, the power of two that covers a row with a thread's slots.
 //
 // Values. Each input element is converted to its compute type (float16/bfloat16 to float,
 // one hardware conversion each, cuda/convert.cuh), the functor runs, and its result is
@@ -49,9 +51,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <utility>
-#include <vector>
 
 #include "core/shape.h"
 #include "cuda/convert.cuh"
@@ -64,16 +64,14 @@ namespace minigrad {
 namespace cuda {
 namespace elementwise_engine {
 
-constexpr int kThreads = 256;
-constexpr int64_t kMaxGridY = 65535;  // the hardware's limit on gridDim.y
+constexpr int kThreads = 128;
+constexpr int64_t kMaxGridX = 2147483647;  // the hardware's limits on gridDim.x
+constexpr int64_t kMaxGridY = 65535;       // and gridDim.y
 
-// The slots a thread loads before computing: 16 elements of each operand (4 vectors of
-// float32, 2 of bfloat16), or 8 single elements when N = 1.
+// The slots a thread loads before computing: one 16-byte vector of each operand, or 8
+// single elements when N = 1.
 template <int N>
-constexpr int kSlotsPerThread = N > 1 ? 16 / N : 8;
-
-// The most blocks of kThreads an SM holds at once: 2048 resident threads on sm_80 and sm_90.
-constexpr int kBlocksPerSM = 2048 / kThreads;
+constexpr int kSlotsPerThread = N > 1 ? 1 : 8;
 
 // N elements of one operand, moved by one access (16 bytes when N * sizeof(T) == 16).
 template <typename T, int N>
@@ -113,10 +111,11 @@ constexpr int vector_width() {
   return static_cast<int>(16 / widest);
 }
 
-// The rows: the merged dims before the last (outer), and the last (columns).
+// The rows: the merged dims before the last (outer), and the last (columns). The outer
+// dims are stored innermost first (outer_sizes[0] is the dim just before the columns).
 struct Rows {
   int outer_ndim = 0;
-  int64_t outer_sizes[kMaxDims] = {};
+  int64_t outer_sizes[kMaxDims] = {};  // innermost first
   int64_t count = 1;         // the number of rows: the product of outer_sizes
   int64_t columns = 1;       // the elements of a row
   int row_shift = 0;         // 2^row_shift threads share a row: at most kThreads
@@ -127,7 +126,7 @@ template <typename T>
 struct Operand {
   T* data = nullptr;
   int64_t column_stride = 0;
-  int64_t outer_strides[kMaxDims] = {};
+  int64_t outer_strides[kMaxDims] = {};  // innermost first, as Rows::outer_sizes
 };
 
 // ---- device side ----
@@ -139,24 +138,31 @@ __device__ __forceinline__ int64_t divide(int64_t a, int64_t b) {
   return a / b;
 }
 
-// The row's coordinates in the outer dims, the last one fastest (row-major).
+// The row's coordinates in the outer dims, innermost first (row-major: the innermost
+// outer dim is the fastest).
 struct RowCoordinates {
   int64_t index[kMaxDims];
 };
 
-// The loops run over kMaxDims with a test inside, so that every array index is a
-// compile-time constant once unrolled: the arrays stay in registers, not local memory.
+// The loops are unrolled over kMaxDims, so that every array index is a compile-time
+// constant (the arrays stay in registers, not local memory), and leave at outer_ndim, so
+// that a thread does the work of the dims there are and no more: x + bias (one outer dim)
+// costs one multiply-add per operand and no division. (A test inside the loop instead of
+// the exit computed all eight dims under predicates: 976 instructions for a thread's 8
+// bfloat16 elements, and x + bias ran at 0.54 of the copy rate. With the exit placed before
+// the store of the last coordinate, ptxas kept the coordinates in a 64-byte stack frame, in
+// local memory, and x + bias ran at 0.76: `nvcc -Xptxas -v` shows the stack frame.)
 __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t row) {
   RowCoordinates c{};
-#pragma unroll
-  for (int d = kMaxDims - 1; d > 0; --d) {
-    if (d < rows.outer_ndim) {
-      const int64_t quotient = divide(row, rows.outer_sizes[d]);
-      c.index[d] = row - quotient * rows.outer_sizes[d];
-      row = quotient;
-    }
-  }
   c.index[0] = row;
+#pragma unroll
+  for (int d = 0; d + 1 < kMaxDims; ++d) {
+    if (d + 1 >= rows.outer_ndim) break;  // the outermost dim takes what is left
+    const int64_t quotient = divide(row, rows.outer_sizes[d]);
+    c.index[d] = row - quotient * rows.outer_sizes[d];
+    c.index[d + 1] = quotient;
+    row = quotient;
+  }
   return c;
 }
 
@@ -171,8 +177,10 @@ template <typename T>
 __device__ __forceinline__ RowOf<T> row_of(const Operand<T>& operand, const RowCoordinates& c, int outer_ndim) {
   int64_t offset = 0;
 #pragma unroll
-  for (int d = 0; d < kMaxDims; ++d)
-    if (d < outer_ndim) offset += c.index[d] * operand.outer_strides[d];
+  for (int d = 0; d < kMaxDims; ++d) {
+    if (d >= outer_ndim) break;
+    offset += c.index[d] * operand.outer_strides[d];
+  }
   return {operand.data + offset, operand.column_stride};
 }
 
@@ -252,9 +260,8 @@ __device__ __forceinline__ void map_slots(const F& f, RowOf<out_t> out, int64_t 
 }
 
 // The fast path: every operand contiguous, of one shape, aligned to N elements, so vector v
-// of each is at data + v * N. A grid-stride loop over tiles of kThreads x kSlotsPerThread
-// vectors: a grid of a few blocks per SM, each looping, so the per-thread setup is paid a
-// few times and not once per tile.
+// of each is at data + v * N. One tile of kThreads x kSlotsPerThread vectors per block; the
+// loop runs once unless the tensor has more tiles than the grid can number.
 template <int N, typename out_t, typename F, typename... in_t>
 __global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, out_t* out, const in_t*... in) {
   const int64_t vectors = n / N;
@@ -268,7 +275,8 @@ __global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, ou
 }
 
 // Everything else: rows (see the top of this file). 2^row_shift threads share a row;
-// blockIdx.x numbers the row's tiles, and the blocks of one x loop over groups of rows.
+// blockIdx.x numbers the row's tiles and blockIdx.y the groups of rows (a block loops over
+// groups only beyond the grid's 65535 in y).
 template <int N, typename out_t, typename F, typename... in_t>
 __global__ void __launch_bounds__(kThreads)
     rows_kernel(F f, Rows rows, Operand<out_t> out, Operand<const in_t>... in) {
@@ -281,25 +289,25 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * rows_per_block + (thread >> rows.row_shift);
        row < rows.count; row += static_cast<int64_t>(gridDim.y) * rows_per_block) {
     const RowCoordinates coordinates = unravel_row(rows, row);
-    map_slots<N>(f, row_of(out, coordinates, rows.outer_ndim), first_slot, slot_step, whole_slots,
-                 row_of(in, coordinates, rows.outer_ndim)...);
-
-    // The row's last columns % N elements, one at a time, by the thread whose next slot
-    // they would be. The output's stride is 1 here (N > 1).
-    if constexpr (N > 1) {
-      const int leftover = static_cast<int>(rows.columns - whole_slots * N);
+    // Where the row starts in each operand, found once and used by the vectors and the tail.
+    auto map_row = [&](RowOf<out_t> out_row, RowOf<const in_t>... in_rows) {
+      map_slots<N>(f, out_row, first_slot, slot_step, whole_slots, in_rows...);
+      // The row's last columns % N elements, one at a time, by the thread whose next slot
+      // they would be. The output's stride is 1 here (N > 1).
+      if constexpr (N > 1) {
+        const int leftover = static_cast<int>(rows.columns - whole_slots * N);
 #pragma unroll
-      for (int k = 0; k < kSlotsPerThread<N>; ++k) {
-        if (leftover > 0 && first_slot + k * slot_step == whole_slots) {
-          out_t* out_row = row_of(out, coordinates, rows.outer_ndim).data;
-          for (int j = 0; j < leftover; ++j) {
-            const int64_t column = whole_slots * N + j;
-            out_row[column] =
-                apply_functor<out_t>(f, row_of(in, coordinates, rows.outer_ndim).data[column * in.column_stride]...);
+        for (int k = 0; k < kSlotsPerThread<N>; ++k) {
+          if (leftover > 0 && first_slot + k * slot_step == whole_slots) {
+            for (int j = 0; j < leftover; ++j) {
+              const int64_t column = whole_slots * N + j;
+              out_row.data[column] = apply_functor<out_t>(f, in_rows.data[column * in_rows.stride]...);
+            }
           }
         }
       }
-    }
+    };
+    map_row(row_of(out, coordinates, rows.outer_ndim), row_of(in, coordinates, rows.outer_ndim)...);
   }
 }
 
@@ -312,7 +320,8 @@ Operand<T> make_operand(void* data, const StridedLayout<kOperands>& layout, int 
   operand.data = static_cast<T*>(data);
   if (layout.ndim > 0) {
     operand.column_stride = layout.strides[k][layout.ndim - 1];
-    for (int d = 0; d + 1 < layout.ndim; ++d) operand.outer_strides[d] = layout.strides[k][d];
+    const int outer_ndim = layout.ndim - 1;
+    for (int d = 0; d < outer_ndim; ++d) operand.outer_strides[d] = layout.strides[k][outer_ndim - 1 - d];
   }
   return operand;
 }
@@ -336,18 +345,6 @@ bool rows_allow_vectors(const StridedLayout<kOperands>& layout, const std::array
 }
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// The device's SM count (132 on an H200), asked once per process.
-inline int multiprocessor_count(int device) {
-  static const std::vector<int> counts = [] {
-    std::vector<int> c(static_cast<size_t>(device_count()));
-    for (size_t d = 0; d < c.size(); ++d)
-      MG_CUDA_CHECK(cudaDeviceGetAttribute(&c[d], cudaDevAttrMultiProcessorCount, static_cast<int>(d)),
-                    "elementwise");
-    return c;
-  }();
-  return counts[static_cast<size_t>(device)];
-}
 
 template <typename out_t, typename... in_t>
 struct Launcher {
@@ -374,12 +371,11 @@ struct Launcher {
     const int device = out.device().index;
     DeviceGuard guard(device);
     const cudaStream_t stream = current_stream(device);
-    const int64_t resident_blocks = int64_t{multiprocessor_count(device)} * kBlocksPerSM;
 
     if (vectorized && layout.is_contiguous()) {
       const int64_t n = out.numel();
       const int64_t tiles = ceil_div(n / kVector, int64_t{kThreads} * kSlotsPerThread<kVector>);
-      const auto blocks = static_cast<unsigned int>(std::clamp<int64_t>(tiles, 1, resident_blocks));
+      const auto blocks = static_cast<unsigned int>(std::clamp<int64_t>(tiles, 1, kMaxGridX));
       contiguous_kernel<kVector, out_t, F, in_t...><<<blocks, kThreads, 0, stream>>>(
           f, n, static_cast<out_t*>(out.raw_data()), static_cast<const in_t*>(data[I + 1])...);
       MG_CUDA_CHECK_LAUNCH(op);
@@ -391,8 +387,8 @@ struct Launcher {
       rows.outer_ndim = layout.ndim - 1;
       rows.columns = layout.sizes[layout.ndim - 1];
       for (int d = 0; d < rows.outer_ndim; ++d) {
-        rows.outer_sizes[d] = layout.sizes[d];
-        rows.count *= layout.sizes[d];
+        rows.outer_sizes[d] = layout.sizes[rows.outer_ndim - 1 - d];
+        rows.count *= rows.outer_sizes[d];
       }
     }
     const int slots_per_thread = vectorized ? kSlotsPerThread<kVector> : kSlotsPerThread<1>;
@@ -401,11 +397,8 @@ struct Launcher {
       ++rows.row_shift;
     const int64_t tiles = ceil_div(slots, (int64_t{1} << rows.row_shift) * slots_per_thread);
     const int64_t row_groups = ceil_div(rows.count, kThreads >> rows.row_shift);
-    MG_CHECK(tiles <= std::numeric_limits<int32_t>::max(), "{}: a row of {} elements is too long for the grid", op,
-             rows.columns);
-    // As many groups of rows as fill the GPU once (each block loops over the rest), at most
-    // the grid's limit in y.
-    const int64_t groups_in_grid = std::min({row_groups, kMaxGridY, std::max<int64_t>(1, resident_blocks / tiles)});
+    MG_CHECK(tiles <= kMaxGridX, "{}: a row of {} elements is too long for the grid", op, rows.columns);
+    const int64_t groups_in_grid = std::min(row_groups, kMaxGridY);
     const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(groups_in_grid));
     const Operand<out_t> out_operand = make_operand<out_t>(out.raw_data(), layout, 0);
     if (vectorized)
