@@ -67,6 +67,7 @@ namespace elementwise_engine {
 constexpr int kThreads = 128;
 constexpr int64_t kMaxGridX = 2147483647;  // the hardware's limits on gridDim.x
 constexpr int64_t kMaxGridY = 65535;       // and gridDim.y
+constexpr int kFullSM = 2048 / kThreads;   // blocks that fill an SM: 2048 threads on sm_80 and sm_90
 
 // The slots a thread loads before computing: one 16-byte vector of each operand, or 8
 // single elements when N = 1.
@@ -144,7 +145,8 @@ struct RowCoordinates {
   int64_t index[kMaxDims];
 };
 
-// The loops are unrolled over kMaxDims, so that every array index is a compile-time
+// The loops are unrolled over kOuterDims (kMaxDims, or 1 where the host knows there is one
+// outer dim: rows_kernel), so that every array index is a compile-time
 // constant (the arrays stay in registers, not local memory), and leave at outer_ndim, so
 // that a thread does the work of the dims there are and no more: x + bias (one outer dim)
 // costs one multiply-add per operand and no division. (A test inside the loop instead of
@@ -152,11 +154,12 @@ struct RowCoordinates {
 // bfloat16 elements, and x + bias ran at 0.54 of the copy rate. With the exit placed before
 // the store of the last coordinate, ptxas kept the coordinates in a 64-byte stack frame, in
 // local memory, and x + bias ran at 0.76: `nvcc -Xptxas -v` shows the stack frame.)
+template <int kOuterDims>
 __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t row) {
   RowCoordinates c{};
   c.index[0] = row;
 #pragma unroll
-  for (int d = 0; d + 1 < kMaxDims; ++d) {
+  for (int d = 0; d + 1 < kOuterDims; ++d) {
     if (d + 1 >= rows.outer_ndim) break;  // the outermost dim takes what is left
     const int64_t quotient = divide(row, rows.outer_sizes[d]);
     c.index[d] = row - quotient * rows.outer_sizes[d];
@@ -173,11 +176,11 @@ struct RowOf {
   int64_t stride;
 };
 
-template <typename T>
+template <int kOuterDims, typename T>
 __device__ __forceinline__ RowOf<T> row_of(const Operand<T>& operand, const RowCoordinates& c, int outer_ndim) {
   int64_t offset = 0;
 #pragma unroll
-  for (int d = 0; d < kMaxDims; ++d) {
+  for (int d = 0; d < kOuterDims; ++d) {
     if (d >= outer_ndim) break;
     offset += c.index[d] * operand.outer_strides[d];
   }
@@ -276,9 +279,17 @@ __global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, ou
 
 // Everything else: rows (see the top of this file). 2^row_shift threads share a row;
 // blockIdx.x numbers the row's tiles and blockIdx.y the groups of rows (a block loops over
-// groups only beyond the grid's 65535 in y).
-template <int N, typename out_t, typename F, typename... in_t>
-__global__ void __launch_bounds__(kThreads)
+// groups only beyond the grid's 65535 in y). At most kOuterDims outer dims (unravel_row).
+//
+// Registers: with one slot a thread, the bytes in flight are the resident threads' loads,
+// so a kernel that leaves SMs part empty runs slower. Written plainly, this kernel takes 40
+// registers (ptxas -v), 1536 resident threads of 2048, and bf16 x + bias ran at 0.83 of the
+// copy rate (H200). For one outer dim and 2-byte types (the common broadcast of half
+// types) it asks for a full SM, which caps it at 32 registers; ptxas then spills a few
+// bytes in three ops (division, where, pow; 4-36 bytes), none in the others. Wider types
+// spill more under the cap (up to 220 bytes for double division) and keep 40.
+template <int N, int kOuterDims, typename out_t, typename F, typename... in_t>
+__global__ void __launch_bounds__(kThreads, kOuterDims == 1 && N == 8 ? kFullSM : 1)
     rows_kernel(F f, Rows rows, Operand<out_t> out, Operand<const in_t>... in) {
   const int slot_step = 1 << rows.row_shift;
   const int rows_per_block = kThreads >> rows.row_shift;
@@ -288,7 +299,7 @@ __global__ void __launch_bounds__(kThreads)
       static_cast<int64_t>(blockIdx.x) * slot_step * kSlotsPerThread<N> + (thread & (slot_step - 1));
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * rows_per_block + (thread >> rows.row_shift);
        row < rows.count; row += static_cast<int64_t>(gridDim.y) * rows_per_block) {
-    const RowCoordinates coordinates = unravel_row(rows, row);
+    const RowCoordinates coordinates = unravel_row<kOuterDims>(rows, row);
     // Where the row starts in each operand, found once and used by the vectors and the tail.
     auto map_row = [&](RowOf<out_t> out_row, RowOf<const in_t>... in_rows) {
       map_slots<N>(f, out_row, first_slot, slot_step, whole_slots, in_rows...);
@@ -307,7 +318,8 @@ __global__ void __launch_bounds__(kThreads)
         }
       }
     };
-    map_row(row_of(out, coordinates, rows.outer_ndim), row_of(in, coordinates, rows.outer_ndim)...);
+    map_row(row_of<kOuterDims>(out, coordinates, rows.outer_ndim),
+            row_of<kOuterDims>(in, coordinates, rows.outer_ndim)...);
   }
 }
 
@@ -401,11 +413,16 @@ struct Launcher {
     const int64_t groups_in_grid = std::min(row_groups, kMaxGridY);
     const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(groups_in_grid));
     const Operand<out_t> out_operand = make_operand<out_t>(out.raw_data(), layout, 0);
-    if (vectorized)
-      rows_kernel<kVector, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+    // Three kernels: vectors with one outer dim (the common broadcast), vectors with more,
+    // and single elements (strided or misaligned operands, any number of dims).
+    if (vectorized && rows.outer_ndim <= 1)
+      rows_kernel<kVector, 1, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+          f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
+    else if (vectorized)
+      rows_kernel<kVector, kMaxDims, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
           f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
     else
-      rows_kernel<1, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+      rows_kernel<1, kMaxDims, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
           f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
     MG_CUDA_CHECK_LAUNCH(op);
   }
