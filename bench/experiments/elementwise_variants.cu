@@ -1,14 +1,18 @@
 // Experiment: variants of the bf16 elementwise kernels, timed side by side in one run
 // against minigrad's engine (the production path) and the copy ceiling, each checked
-// against the engine's output. Not part of the build: a measuring tool for
-// docs/perf-notes.md. Built and run by bench/experiments/run-variants.
+// against the engine's output (poisoned with NaN first). Not part of the build: the
+// measuring tool behind the engine's choices in docs/perf-notes.md ("The elementwise engine
+// at the copy rate"). Built on the CPU machine and run on the GPU by
+// bench/experiments/run-variants, which says how.
 //
 // What varies:
 //   memory path   one tile per block (no loop) vs a grid-stride loop over resident blocks;
-//                 threads per block; 16-byte vectors per thread and operand; cache hints
+//                 threads per block; 16-byte slots per thread and operand; cache hints
 //                 (plain, ld.global.nc, evict-first .cs loads/stores, L2 256B prefetch)
-//   GELU's math   A&S 26.2.17 with IEEE division and exp2f (what gelu_math.h has) vs with
-//                 the MUFU reciprocal and ex2 (rcp.approx / ex2.approx.ftz) vs erff
+//   GELU's math   gelu_math.h (GeluCurrent) vs the same A&S formula written here with the
+//                 MUFU reciprocal and ex2 and the constant folded (GeluFast) vs erff. The
+//                 first round of docs/perf-notes.md ran GeluCurrent when gelu_math.h still
+//                 had IEEE division and exp2f.
 //   add + row     [R, C] + [C]: a 2-D grid, the bias row kept in registers for several rows
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -86,7 +90,7 @@ struct ReluF {
 struct CopyF {
   __device__ float operator()(float v) const { return v; }
 };
-struct GeluCurrent {  // what gelu_math.h has today
+struct GeluCurrent {  // what gelu_math.h has
   __device__ float operator()(float v) const { return gelu_math::gelu_exact(v); }
 };
 struct GeluErff {
