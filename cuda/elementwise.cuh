@@ -34,11 +34,11 @@
 // Grid. 128 threads a block and one tile of 128 slots per block: the grid covers the whole
 // tensor (131072 blocks for 2^27 bfloat16 elements) and the block scheduler starts a new
 // block wherever one finishes. Measured on an H200 (docs/perf-notes.md), bf16 relu ran at
-// 1.00 of the cudaMemcpy rate so, where a grid of resident blocks looping over tiles ran at
-// 0.89 and 2 or 4 slots per thread at 0.96-0.97 (more bytes in flight per thread did not
-// help once the grid is full); bf16 gelu ran at 0.998 with 128 threads a block, 0.98 with
-// 256 and 0.95 with 512. A block loops only beyond the grid's limits (2^31 - 1 tiles in x;
-// 65535 groups of rows in y). Rows shorter than a tile share a block: 2^row_shift threads
+// 1.00 of the cudaMemcpy rate this way, where a grid of resident blocks looping over tiles
+// ran at 0.89 and 2 or 4 slots per thread at 0.96-0.97 (more bytes in flight per thread did
+// not help once the grid is full); bf16 gelu ran at 0.998 with 128 threads a block, 0.98
+// with 256 and 0.95 with 512. A block loops only beyond the grid's limits (2^31 - 1 tiles in
+// x; 65535 groups of rows in y). Rows shorter than a tile share a block: 2^row_shift threads
 // per row, the power of two that covers a row with a thread's slots.
 //
 // Values. Each input element is converted to its compute type (float16/bfloat16 to float,
@@ -285,9 +285,10 @@ __global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, ou
 // so a kernel that leaves SMs part empty runs slower. Written plainly, this kernel takes 40
 // registers (ptxas -v), 1536 resident threads of 2048, and bf16 x + bias ran at 0.83 of the
 // copy rate (H200). For one outer dim and 2-byte types (the common broadcast of half
-// types) it asks for a full SM, which caps it at 32 registers; ptxas then spills a few
-// bytes in three ops (division, where, pow; 4-36 bytes), none in the others. Wider types
-// spill more under the cap (up to 220 bytes for double division) and keep 40.
+// types) it asks for a full SM, which caps it at 32 registers, and x + bias ran at 0.91;
+// ptxas then spills a few bytes in three ops (division, where, pow; 4-36 bytes), none in
+// the others. Wider types spill more under the cap (up to 220 bytes for double division)
+// and keep 40.
 template <int N, int kOuterDims, typename out_t, typename F, typename... in_t>
 __global__ void __launch_bounds__(kThreads, kOuterDims == 1 && N == 8 ? kFullSM : 1)
     rows_kernel(F f, Rows rows, Operand<out_t> out, Operand<const in_t>... in) {

@@ -8,7 +8,7 @@
 // without --use_fast_math, `1.0f / v` is an IEEE division, about ten instructions with a
 // branch to a slow path, and exp2f adds scaling around the hardware's exp2 so that results
 // below 2^-126 come out as denormals. The multifunction unit (MUFU) does either in one
-// instruction: rcp.approx.ftz.f32 (within 1 ulp) and ex2.approx.ftz.f32 (within 2 ulp),
+// instruction: rcp.approx.ftz.f32 (about 1 ulp) and ex2.approx.ftz.f32 (about 2 ulp),
 // both flushing denormals to zero. For GELU that trade changes nothing that float can
 // show: measured on an H200 (docs/perf-notes.md), the worst GELU error over [-10, 10]
 // against float64 stayed 4.2e-7 (GELU' 3.1e-7); of 2^27 random bf16 inputs every forward

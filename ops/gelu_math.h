@@ -23,7 +23,7 @@
 // a one-polynomial approximation of the tail instead (see upper_tail), as accurate as float
 // itself, whose exponential and reciprocal are one instruction each on the GPU
 // (ops/fast_math.h): 18 instructions an element in all in the bf16 kernel's SASS (40 with
-// IEEE division and exp2f), and bf16 GELU runs at the copy rate.
+// IEEE division and exp2f), and bf16 GELU runs at 0.99 of the copy rate on an H200.
 #include <cmath>
 #include <type_traits>
 
