@@ -137,10 +137,11 @@ struct ReluBackwardF {
 };
 
 // ---- kernels ----
+// One tile of THREADS x VECS vectors: all loads first, then compute and store.
 template <int THREADS, int VECS, int H, class F>
-__global__ void __launch_bounds__(THREADS)
-    unary_tile(F f, const uint4* __restrict__ in, uint4* __restrict__ out, int64_t nvec) {
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * (THREADS * VECS) + threadIdx.x;
+__device__ __forceinline__ void unary_tile_body(const F& f, const uint4* __restrict__ in, uint4* __restrict__ out,
+                                                int64_t nvec, int64_t tile) {
+  const int64_t base = tile * (THREADS * VECS) + threadIdx.x;
   uint4 v[VECS];
 #pragma unroll
   for (int k = 0; k < VECS; ++k)
@@ -157,27 +158,19 @@ __global__ void __launch_bounds__(THREADS)
   }
 }
 
+// A grid that covers the tensor: one tile per block.
+template <int THREADS, int VECS, int H, class F>
+__global__ void __launch_bounds__(THREADS)
+    unary_tile(F f, const uint4* __restrict__ in, uint4* __restrict__ out, int64_t nvec) {
+  unary_tile_body<THREADS, VECS, H>(f, in, out, nvec, blockIdx.x);
+}
+
+// A grid of resident blocks, each looping over tiles (the engine before this round).
 template <int THREADS, int VECS, int H, class F>
 __global__ void __launch_bounds__(THREADS)
     unary_loop(F f, const uint4* __restrict__ in, uint4* __restrict__ out, int64_t nvec) {
-  for (int64_t tile = blockIdx.x;; tile += gridDim.x) {
-    const int64_t base = tile * (THREADS * VECS) + threadIdx.x;
-    if (base - threadIdx.x >= nvec) return;
-    uint4 v[VECS];
-#pragma unroll
-    for (int k = 0; k < VECS; ++k)
-      if (base + k * THREADS < nvec) v[k] = ld<H>(in + base + k * THREADS);
-#pragma unroll
-    for (int k = 0; k < VECS; ++k) {
-      if (base + k * THREADS < nvec) {
-        float a[8];
-        unpack8(v[k], a);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) a[j] = f(a[j]);
-        st<H>(out + base + k * THREADS, pack8(a));
-      }
-    }
-  }
+  for (int64_t tile = blockIdx.x; tile * (THREADS * VECS) < nvec; tile += gridDim.x)
+    unary_tile_body<THREADS, VECS, H>(f, in, out, nvec, tile);
 }
 
 template <int THREADS, int VECS, int H, class F>
