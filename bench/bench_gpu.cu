@@ -6,7 +6,7 @@
 // measured here. `roofline` = floor time / measured time, so 1.0 is the hardware's limit
 // and the number says how far an op is from it, whatever the GPU.
 //
-// How each row is timed (DESIGN.md, "Measuring"):
+// How each row is timed:
 //   - CUDA events around each run, on the current stream. The runs are enqueued back to
 //     back and the host waits once at the end, so the GPU never idles waiting for the host
 //     to launch the next kernel: the events time the GPU's work, not the host's.
@@ -22,7 +22,7 @@
 //
 //   bench_gpu --json PATH [--date YYYY-MM-DD] [--commit SHA]
 //
-// Writes the results JSON of DESIGN.md to PATH (bench/compare_pytorch.py then appends
+// Writes the results JSON (format in bench/results/README.md) to PATH (bench/compare_pytorch.py then appends
 // PyTorch's rows to the same file) and prints a table. Exits 1 if any row failed (the
 // others are still measured and written), 2 on bad arguments or when no GPU is present.
 #include <cuda_runtime_api.h>
@@ -50,7 +50,7 @@ using bench::run_chain;
 
 namespace {
 
-// The reference shapes of issue 3 and DESIGN.md's anchors.
+// The reference shapes: the ones PyTorch's anchor numbers in docs/perf-notes.md were measured at.
 constexpr int64_t kRows = 16384, kCols = 8192;  // 128 Mi elements: 256 MiB in bf16
 constexpr int64_t kMatmulSize = 8192;           // 8192^3: long enough that cuBLAS runs at its peak
 constexpr int64_t kChainElements = 1024;        // small: the op's fixed cost dominates

@@ -3,7 +3,7 @@
 // allocator's statistics, and the cuBLAS handles. Only built with MINIGRAD_CUDA (the macro
 // MINIGRAD_WITH_CUDA is then defined for everything that links minigrad).
 //
-// Rules every CUDA file follows (DESIGN.md):
+// Rules every CUDA file follows:
 //   - every runtime call is wrapped in MG_CUDA_CHECK and every kernel launch is followed by
 //     MG_CUDA_CHECK_LAUNCH, each naming the op, so an error says where it came from;
 //   - every kernel and cuBLAS call runs on current_stream(); the host synchronizes only
