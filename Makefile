@@ -2,11 +2,12 @@
 # Each target installs what it needs on a fresh Debian/Ubuntu machine (fmt, doctest).
 BUILD ?= build
 SAN_BUILD ?= build-sanitize
+TSAN_BUILD ?= build-tsan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo sanitize bench gpu-check clean
+.PHONY: all deps build test demo sanitize tsan bench gpu-check clean
 
 all: build
 
@@ -38,6 +39,14 @@ sanitize: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  ctest --test-dir $(SAN_BUILD) --output-on-failure -j $(JOBS)
 
+# The tests under ThreadSanitizer: two threads backpropagating into one leaf, random numbers
+# drawn from two threads, and everything else run as usual.
+tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DMINIGRAD_TSAN=ON -DMINIGRAD_CUDA=OFF \
+	  -DMINIGRAD_BUILD_SAMPLES=OFF
+	cmake --build $(TSAN_BUILD) -j $(JOBS)
+	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ctest --test-dir $(TSAN_BUILD) --output-on-failure -j $(JOBS)
+
 bench: build
 	$(BUILD)/bench_overhead
 
@@ -50,4 +59,4 @@ gpu-check:
 	OUT="$(OUT)" scripts/gpu-check
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)

@@ -1,8 +1,10 @@
 #pragma once
 // One include for users: #include "minigrad.h"
+#include "autograd/anomaly_mode.h"
 #include "autograd/engine.h"
 #include "autograd/function.h"
 #include "autograd/grad_mode.h"
+#include "autograd/graph_export.h"
 #include "autograd/gradcheck.h"
 #include "core/generator.h"
 #include "core/print.h"

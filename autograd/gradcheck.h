@@ -24,6 +24,10 @@ struct GradcheckOptions {
   uint64_t seed = 0;
   // Refuse inputs that are not float64 (set false to check a float32 op loosely).
   bool require_float64 = true;
+  // An input that requires grad but that no backward reaches (the output does not depend on
+  // it) is an error: the check would compare zero with zero and say nothing. true takes its
+  // gradient as zero instead, as autograd::grad's allow_unused does.
+  bool allow_unused = false;
 };
 
 struct GradcheckReport {
@@ -36,12 +40,27 @@ struct GradcheckReport {
   double worst_analytical = 0.0;
   double worst_numerical = 0.0;
   int64_t elements_checked = 0;
-  std::string summary() const;  // one paragraph, for printing
+  std::string check = "gradcheck";  // which check made the report: gradcheck or gradgradcheck
+  std::string summary() const;      // one paragraph, for printing
 };
 
 using GradcheckFn = std::function<Tensor(const tensor_list&)>;
 
 GradcheckReport gradcheck(const GradcheckFn& fn, const tensor_list& inputs, const GradcheckOptions& options = {});
+
+// gradgradcheck: finite differences of the gradient, which checks second derivatives (the
+// backward of the backward, as create_graph records it). The function checked is
+//   G(inputs, grad_outputs) = autograd::grad(fn(inputs), inputs, grad_outputs, create_graph)
+// one gradient per input that requires grad, and gradcheck compares G's analytical Jacobian
+// (a second backward through the recorded first one) with central differences of G, with
+// respect to the inputs and to the grad_outputs that require grad. Empty grad_outputs: random
+// normal ones of the output's shape, from options.seed, requiring grad.
+// In the report, worst_input counts the inputs first, then the grad_outputs; worst_output is
+// a flat index into G's outputs laid end to end. An input whose first gradient does not depend
+// on it (a linear op) is fine: its second derivative is zero. An input the output does not
+// depend on at all is an error, as in gradcheck, unless options.allow_unused.
+GradcheckReport gradgradcheck(const GradcheckFn& fn, const tensor_list& inputs, const tensor_list& grad_outputs = {},
+                              const GradcheckOptions& options = {});
 
 // The elementwise comparison behind CHECK_ALLCLOSE: |a - b| <= atol + rtol * |b|,
 // NaN equal to NaN, shapes equal. `worst` lists the worst elements, formatted.

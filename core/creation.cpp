@@ -1,5 +1,8 @@
 // Creation functions. Constant fills run on the target device where it has a fill kernel
 // (the CUDA backend's); everything else is made on the CPU and copied to the device.
+//
+// Every error names the function the user called ("zeros: negative size ..."), not the
+// helper that found the problem, so each public function passes its own name down.
 #include <cmath>
 
 #include "core/generator.h"
@@ -10,14 +13,31 @@
 namespace minigrad {
 namespace {
 
-void check_sizes(const Shape& sizes, const char* op) {
-  for (int64_t s : sizes) MG_CHECK(s >= 0, "{}: negative size in {}", op, shape_str(sizes));
+// A new contiguous tensor, uninitialized. The element and byte counts are checked: a
+// product that overflowed would allocate a wrapped (small, or zero: null) buffer and the
+// fill would then write far past it.
+Tensor empty_for(const char* op, const Shape& sizes, DType dtype, Device device) {
+  const int64_t numel = checked_numel(sizes, op);
+  const size_t nbytes = checked_nbytes(numel, element_size(dtype), op);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(nbytes, device);
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->dtype = dtype;
+  return Tensor(std::move(impl));
 }
 
 Tensor finish(Tensor host, const TensorOptions& options) {
   Tensor out = options.device_.is_cpu() ? std::move(host) : copy_as(host, host.dtype(), options.device_);
   if (options.requires_grad_) out.requires_grad_(true);
   return out;
+}
+
+// A fill value for an int64 tensor must be a whole number in int64's range, as for
+// Tensor::fill_.
+void check_scalar_fits(const char* op, const char* arg, double value, DType dtype) {
+  MG_CHECK(dtype != kInt64 || fits_int64(value), "{}: argument '{}' is {}, which an int64 tensor cannot hold", op,
+           arg, value);
 }
 
 // Fills a contiguous CPU tensor: element i gets value_at(i) (a double) converted to its dtype.
@@ -30,54 +50,90 @@ void fill_cpu(const Tensor& t, F value_at) {
     for (int64_t i = 0; i < n; ++i) {
       if constexpr (std::is_same_v<scalar_t, Half> || std::is_same_v<scalar_t, BFloat16>)
         p[i] = scalar_t(static_cast<float>(value_at(i)));
+      else if constexpr (std::is_same_v<scalar_t, int64_t>)
+        p[i] = float_to_int64(value_at(i));
       else
         p[i] = static_cast<scalar_t>(value_at(i));
     }
   });
 }
 
+// `arg` names the fill value as the op's signature does.
+Tensor full_for(const char* op, const Shape& sizes, double value, const TensorOptions& options,
+                const char* arg = "fill_value") {
+  check_scalar_fits(op, arg, value, options.dtype_);
+  if (const DeviceFillFn fill_on_device = device_kernels(options.device_.type).fill) {
+    Tensor out = empty_for(op, sizes, options.dtype_, options.device_);
+    fill_on_device(out, value);
+    if (options.requires_grad_) out.requires_grad_(true);
+    return out;
+  }
+  Tensor host = empty_for(op, sizes, options.dtype_, kCPU);
+  fill_cpu(host, [value](int64_t) { return value; });
+  return finish(std::move(host), options);
+}
+
+// The dtype and device of `t`, for the *_like functions; `op` names the caller.
+TensorOptions like(const char* op, const Tensor& t) {
+  MG_CHECK(t.defined(), "{}: argument 'self' is an undefined tensor", op);
+  return TensorOptions(t.dtype()).device(t.device());
+}
+
+// The seed and the stream of one random op, reserved together (core/generator.h).
+Generator::Stream reserve_stream() { return default_generator().reserve(); }
+
 }  // namespace
 
 Tensor empty(const Shape& sizes, TensorOptions options) {
-  check_sizes(sizes, "empty");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->storage = std::make_shared<Storage>(static_cast<size_t>(shape_numel(sizes)) * element_size(options.dtype_),
-                                            options.device_);
-  impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  impl->dtype = options.dtype_;
-  Tensor t(std::move(impl));
+  Tensor t = empty_for("empty", sizes, options.dtype_, options.device_);
   if (options.requires_grad_) t.requires_grad_(true);
   return t;
 }
 
 Tensor full(const Shape& sizes, double value, TensorOptions options) {
-  if (const DeviceFillFn fill_on_device = device_kernels(options.device_.type).fill) {
-    Tensor out = empty(sizes, options);
-    fill_on_device(out, value);
-    return out;
-  }
-  Tensor host = empty(sizes, TensorOptions(options.dtype_));
-  fill_cpu(host, [value](int64_t) { return value; });
-  return finish(std::move(host), options);
+  return full_for("full", sizes, value, options);
+}
+Tensor zeros(const Shape& sizes, TensorOptions options) { return full_for("zeros", sizes, 0.0, options); }
+Tensor ones(const Shape& sizes, TensorOptions options) { return full_for("ones", sizes, 1.0, options); }
+
+// Each *_like checks `t` (like) before reading its sizes.
+Tensor empty_like(const Tensor& t) {
+  const TensorOptions o = like("empty_like", t);
+  return empty_for("empty_like", t.sizes(), o.dtype_, o.device_);
+}
+Tensor zeros_like(const Tensor& t) {
+  const TensorOptions o = like("zeros_like", t);
+  return full_for("zeros_like", t.sizes(), 0.0, o);
+}
+Tensor ones_like(const Tensor& t) {
+  const TensorOptions o = like("ones_like", t);
+  return full_for("ones_like", t.sizes(), 1.0, o);
+}
+Tensor full_like(const Tensor& t, double value) {
+  const TensorOptions o = like("full_like", t);
+  return full_for("full_like", t.sizes(), value, o);
+}
+Tensor scalar_tensor(double value, TensorOptions options) {
+  return full_for("scalar_tensor", {}, value, options, "s");
 }
 
-Tensor zeros(const Shape& sizes, TensorOptions options) { return full(sizes, 0.0, options); }
-Tensor ones(const Shape& sizes, TensorOptions options) { return full(sizes, 1.0, options); }
-
-static TensorOptions like(const Tensor& t) { return TensorOptions(t.dtype()).device(t.device()); }
-Tensor empty_like(const Tensor& t) { return empty(t.sizes(), like(t)); }
-Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), like(t)); }
-Tensor ones_like(const Tensor& t) { return ones(t.sizes(), like(t)); }
-Tensor full_like(const Tensor& t, double value) { return full(t.sizes(), value, like(t)); }
-Tensor scalar_tensor(double value, TensorOptions options) { return full({}, value, options); }
-
+// The length is ceil((end - start) / step), computed in double as PyTorch does. Every
+// argument must be finite (arange(0, inf) has no length), and the length must fit.
 Tensor arange(double start, double end, double step, TensorOptions options) {
+  const DType dtype = options.dtype_or(kInt64);
+  MG_CHECK(std::isfinite(start) && std::isfinite(end), "arange: unsupported range [{}, {}): start and end must be finite",
+           start, end);
+  MG_CHECK(std::isfinite(step), "arange: step must be finite, got {}", step);
   MG_CHECK(step != 0.0, "arange: step must be nonzero");
   MG_CHECK((end - start) / step >= 0.0 || start == end,
            "arange: the range [{}, {}) is empty in the direction of step {}", start, end, step);
-  const int64_t n = static_cast<int64_t>(std::ceil((end - start) / step));
-  Tensor host = empty({std::max<int64_t>(n, 0)}, TensorOptions(options.dtype_));
+  const double length = std::ceil((end - start) / step);
+  // 2^63 is exact in double; a length at or above it has no int64 element count (and
+  // end - start itself may have overflowed to infinity for finite start and end).
+  MG_CHECK(length < 9223372036854775808.0,
+           "arange: the range [{}, {}) in steps of {} has too many elements ({} overflows int64)", start, end, step,
+           length);
+  Tensor host = empty_for("arange", {static_cast<int64_t>(length)}, dtype, kCPU);
   fill_cpu(host, [&](int64_t i) { return start + static_cast<double>(i) * step; });
   return finish(std::move(host), options);
 }
@@ -87,9 +143,9 @@ Tensor arange(int64_t end, TensorOptions options) { return arange(0.0, static_ca
 // Uniform [0, 1): element i takes word i % 4 of Philox block i / 4 (two words per double).
 Tensor rand(const Shape& sizes, TensorOptions options) {
   MG_CHECK(is_floating(options.dtype_), "rand: needs a floating-point dtype, got {}", options.dtype_);
-  Generator& gen = default_generator();
-  const uint64_t seed = gen.seed(), offset = gen.next_offset();
-  Tensor host = empty(sizes, TensorOptions(options.dtype_));
+  Tensor host = empty_for("rand", sizes, options.dtype_, kCPU);
+  const Generator::Stream stream = reserve_stream();
+  const uint64_t seed = stream.seed, offset = stream.offset;
   if (options.dtype_ == kFloat64) {
     fill_cpu(host, [&](int64_t i) {
       const auto block = philox::random_block(seed, offset, static_cast<uint64_t>(i) / 2);
@@ -108,9 +164,9 @@ Tensor rand(const Shape& sizes, TensorOptions options) {
 // Standard normal by Box-Muller: each pair of uniforms (u1, u2) gives two normals.
 Tensor randn(const Shape& sizes, TensorOptions options) {
   MG_CHECK(is_floating(options.dtype_), "randn: needs a floating-point dtype, got {}", options.dtype_);
-  Generator& gen = default_generator();
-  const uint64_t seed = gen.seed(), offset = gen.next_offset();
-  Tensor host = empty(sizes, TensorOptions(options.dtype_));
+  Tensor host = empty_for("randn", sizes, options.dtype_, kCPU);
+  const Generator::Stream stream = reserve_stream();
+  const uint64_t seed = stream.seed, offset = stream.offset;
   constexpr double kTwoPi = 6.283185307179586;
   // Element i belongs to pair i / 2; the pair's two uniforms come from Philox block
   // (i / 2) / 2 (float: two words each) or i / 2 (double: four words, two per uniform).
@@ -133,22 +189,24 @@ Tensor randn(const Shape& sizes, TensorOptions options) {
   return finish(std::move(host), options);
 }
 
+// The values are stored as T first, then converted when the options name another dtype:
+// the conversion is then the one Tensor::to does.
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& sizes, TensorOptions options) {
-  check_sizes(sizes, "from_vector");
-  MG_CHECK(static_cast<int64_t>(values.size()) == shape_numel(sizes),
-           "from_vector: {} values do not fill shape {} ({} elements)", values.size(), shape_str(sizes),
-           shape_numel(sizes));
-  Tensor host = empty(sizes, TensorOptions(dtype_of<T>::value));
+  const int64_t numel = checked_numel(sizes, "from_vector");
+  MG_CHECK(static_cast<int64_t>(values.size()) == numel, "from_vector: {} values do not fill shape {} ({} elements)",
+           values.size(), shape_str(sizes), numel);
+  Tensor host = empty_for("from_vector", sizes, dtype_of<T>::value, kCPU);
   T* p = static_cast<T*>(host.raw_data());
   for (size_t i = 0; i < values.size(); ++i) p[i] = values[i];
-  if (options.dtype_ != host.dtype()) host = copy_as(host, options.dtype_, kCPU);
+  const DType dtype = options.dtype_or(dtype_of<T>::value);
+  if (dtype != host.dtype()) host = copy_as(host, dtype, kCPU);
   return finish(std::move(host), options);
 }
 
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& sizes) {
-  return from_vector(values, sizes, TensorOptions(dtype_of<T>::value));
+  return from_vector(values, sizes, TensorOptions());
 }
 
 #define MG_INSTANTIATE_FROM_VECTOR(T)                                                    \
@@ -166,8 +224,11 @@ Tensor tensor(std::initializer_list<float> values, TensorOptions options) {
   return from_vector(std::vector<float>(values), {static_cast<int64_t>(values.size())}, options);
 }
 
+// A list of double literals is float32 unless the options say otherwise, as a Python list
+// of floats is in PyTorch (the default dtype): tensor({1.0, 2.0}) is not float64.
 Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
-  return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())}, options);
+  return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())},
+                     options.dtype(options.dtype_or(kFloat32)));
 }
 
 }  // namespace minigrad

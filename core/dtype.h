@@ -4,9 +4,11 @@
 // float16 and bfloat16 are stored as 16-bit patterns and converted to float on the host
 // (the CPU kernels compute them by upcasting to float32; the CUDA kernels use the native
 // types). The conversions are written once, as host/device inline functions.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -118,6 +120,29 @@ inline bool is_floating(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }
 inline bool is_half(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+
+// A float or double as an int64, defined for every input: truncation toward zero, NaN to 0,
+// and values beyond int64's range saturate to its ends. A plain static_cast is undefined
+// behaviour for NaN, infinities and out-of-range values (compilers then return anything);
+// this is what the CUDA conversion instruction (cvt.rzi.s64) does in hardware, so both
+// devices give the same int64 (cuda/convert.cuh).
+template <typename F>
+inline int64_t float_to_int64(F v) {
+  // -2^63 and 2^63 are exact in float and double; int64's range is [-2^63, 2^63).
+  constexpr F kTwoPow63 = static_cast<F>(9223372036854775808.0);
+  if (std::isnan(v)) return 0;
+  if (v >= kTwoPow63) return std::numeric_limits<int64_t>::max();
+  if (v < -kTwoPow63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+// Whether a double is a value an int64 tensor can hold: a whole number in [-2^63, 2^63).
+// Scalars written into int64 tensors (fill_, full, ...) are checked with it: 2.5 has no
+// int64 value, and truncating it silently would hide a bug.
+inline bool fits_int64(double v) {
+  const double two_pow_63 = 9223372036854775808.0;  // exact in double
+  return std::trunc(v) == v && v >= -two_pow_63 && v < two_pow_63;  // false for NaN and infinities
+}
 
 // The C++ type behind each DType, and back.
 template <typename T> struct dtype_of;

@@ -6,3 +6,11 @@
 #else
 #define MG_HOST_DEVICE inline
 #endif
+
+// A branch the program almost never takes (an error check): the compiler lays the common
+// path out straight and moves the other one away.
+#if defined(__GNUC__) || defined(__clang__)
+#define MG_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define MG_UNLIKELY(x) (x)
+#endif

@@ -11,18 +11,25 @@ namespace {
 constexpr int64_t kSummarizeAbove = 1000;  // elements; then each dim shows its ends only
 constexpr int64_t kEdgeItems = 3;
 
+// An int64 tensor's values are read as int64 (`ints`), all others as double (`values`): a
+// double holds integers exactly only up to 2^53, so 2^62 + 1 would print as 2^62.
 struct Printer {
   const std::vector<double>& values;
+  const std::vector<int64_t>& ints;
   const Shape& sizes;
-  const Shape strides;  // contiguous strides of `values`
+  const Shape strides;  // contiguous strides of `values` (or `ints`)
   DType dtype;
   bool summarize;
   bool scientific = false;
   std::string out;
 
+  std::string element(size_t i) const {
+    if (dtype == kInt64) return fmt::format("{}", ints[i]);
+    return value(values[i]);
+  }
+
   std::string value(double v) const {
     if (dtype == kBool) return v != 0.0 ? "true" : "false";
-    if (dtype == kInt64) return fmt::format("{}", static_cast<int64_t>(v));
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     return scientific ? fmt::format("{:.4e}", v) : fmt::format("{:.4f}", v);
@@ -30,7 +37,7 @@ struct Printer {
 
   void print(size_t dim, int64_t offset, int indent) {
     if (dim == sizes.size()) {
-      out += value(values[static_cast<size_t>(offset)]);
+      out += element(static_cast<size_t>(offset));
       return;
     }
     out += '[';
@@ -52,8 +59,10 @@ struct Printer {
 
 std::string to_string(const Tensor& t) {
   if (!t.defined()) return "tensor(undefined)";
-  const std::vector<double> values = t.to_vector<double>();
-  Printer p{values, t.sizes(), contiguous_strides(t.sizes()), t.dtype(), t.numel() > kSummarizeAbove, false, {}};
+  const bool is_int64 = t.dtype() == kInt64;
+  const std::vector<double> values = is_int64 ? std::vector<double>() : t.to_vector<double>();
+  const std::vector<int64_t> ints = is_int64 ? t.to_vector<int64_t>() : std::vector<int64_t>();
+  Printer p{values, ints, t.sizes(), contiguous_strides(t.sizes()), t.dtype(), t.numel() > kSummarizeAbove, false, {}};
   double largest = 0.0, smallest = INFINITY;
   for (double v : values) {
     if (!std::isfinite(v) || v == 0.0) continue;

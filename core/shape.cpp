@@ -5,17 +5,44 @@
 namespace minigrad {
 
 int64_t shape_numel(const Shape& sizes) {
+  uint64_t n = 1;  // wraps rather than overflows; see TensorImpl::numel
+  for (int64_t s : sizes) n *= static_cast<uint64_t>(s);
+  return static_cast<int64_t>(n);
+}
+
+int64_t checked_numel(const Shape& sizes, const char* op) {
+  for (size_t i = 0; i < sizes.size(); ++i)
+    MG_CHECK(sizes[i] >= 0, "{}: negative size {} in dim {} of shape {}", op, sizes[i], i, shape_str(sizes));
+  // A zero size makes the tensor empty whatever the other sizes are: no element, no bytes.
+  for (int64_t s : sizes)
+    if (s == 0) return 0;
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes) {
+    const bool overflow = __builtin_mul_overflow(n, s, &n);
+    MG_CHECK(!overflow, "{}: shape {} has too many elements (the product of the sizes overflows int64)", op,
+             shape_str(sizes));
+  }
   return n;
+}
+
+size_t checked_nbytes(int64_t numel, size_t element_size, const char* op) {
+  MG_CHECK(numel >= 0, "{}: negative element count {}", op, numel);
+  int64_t nbytes = 0;
+  const bool overflow = __builtin_mul_overflow(numel, static_cast<int64_t>(element_size), &nbytes);
+  MG_CHECK(!overflow, "{}: {} elements of {} bytes do not fit in a byte count (it overflows int64)", op, numel,
+           element_size);
+  return static_cast<size_t>(nbytes);
 }
 
 Shape contiguous_strides(const Shape& sizes) {
   Shape strides(sizes.size());
-  int64_t running = 1;
+  // In unsigned arithmetic, which wraps instead of overflowing: a shape whose product
+  // passes int64 is refused by checked_numel unless one of its sizes is 0, and an empty
+  // tensor's strides never step over an element.
+  uint64_t running = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = running;
-    running *= std::max<int64_t>(sizes[i], 1);
+    strides[i] = static_cast<int64_t>(running);
+    running *= static_cast<uint64_t>(std::max<int64_t>(sizes[i], 1));
   }
   return strides;
 }

@@ -8,6 +8,14 @@
 namespace minigrad {
 
 int64_t shape_numel(const Shape& sizes);
+
+// The product of `sizes`, refusing a negative size or a product that does not fit in
+// int64 (it would wrap, and the allocation or the loops would then use a wrong count).
+// `op` names the caller for the error message: "zeros: negative size -1 in dim 0 of [-1]".
+int64_t checked_numel(const Shape& sizes, const char* op);
+// numel * element_size as a byte count, refusing one that does not fit in size_t or in
+// int64 (offsets in bytes are computed with int64_t).
+size_t checked_nbytes(int64_t numel, size_t element_size, const char* op);
 Shape contiguous_strides(const Shape& sizes);
 std::string shape_str(const Shape& s);  // "[2, 3]"
 

@@ -6,14 +6,34 @@
 
 namespace minigrad {
 
-int64_t Tensor::size(int64_t dim) const { return impl_->sizes[static_cast<size_t>(wrap_dim(dim, this->dim(), "size"))]; }
-
-int64_t Tensor::stride(int64_t dim) const {
-  return impl_->strides[static_cast<size_t>(wrap_dim(dim, this->dim(), "stride"))];
+namespace detail {
+// Cold: reached only by a bug in the caller, so it is kept out of the inline accessors.
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((cold))
+#endif
+void throw_undefined_tensor(const char* accessor) {
+  throw_error(fmt::format("{} called on an undefined tensor (a Tensor() that holds no data, e.g. x.grad() before a "
+                          "backward has reached x); check defined() first",
+                          accessor));
 }
+}  // namespace detail
+
+namespace {
+// size(d) and stride(d) index an existing dim: unlike the reductions (where dim 0 of a
+// 0-d tensor means the tensor itself, as in PyTorch), a 0-d tensor has no dim to index.
+size_t existing_dim(const Tensor& t, int64_t dim, const char* op) {
+  MG_CHECK(t.dim() > 0, "{}: dimension {} is out of range for a 0-d tensor 'self' (it has no dimensions)", op, dim);
+  return static_cast<size_t>(wrap_dim(dim, t.dim(), op));
+}
+}  // namespace
+
+int64_t Tensor::size(int64_t dim) const { return sizes()[existing_dim(*this, dim, "size")]; }
+
+int64_t Tensor::stride(int64_t dim) const { return strides()[existing_dim(*this, dim, "stride")]; }
 
 // Row-major with no gaps. Dims of size 1 may have any stride (they are never stepped over).
 bool Tensor::is_contiguous() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("is_contiguous()");
   int64_t expected = 1;
   for (size_t i = impl_->sizes.size(); i-- > 0;) {
     const int64_t s = impl_->sizes[i];
@@ -36,7 +56,9 @@ Tensor as_strided(const Tensor& t, const Shape& sizes, const Shape& strides, int
 
 namespace {
 
-// Value conversion between any two element types. The half types go through float.
+// Value conversion between any two element types. The half types go through float; a
+// floating value becomes an int64 by truncation toward zero, NaN giving 0 and values out
+// of range saturating, as on the GPU (cuda/convert.cuh).
 template <typename To, typename From>
 inline To convert(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -49,7 +71,9 @@ inline To convert(From v) {
   } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
     return To(static_cast<float>(v));
   } else if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
-    return static_cast<To>(static_cast<float>(v));
+    return convert<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, int64_t> && std::is_floating_point_v<From>) {
+    return float_to_int64(v);  // NaN, infinities and out-of-range values: defined (core/dtype.h)
   } else {
     return static_cast<To>(v);
   }
@@ -188,6 +212,7 @@ std::vector<bool> Tensor::to_vector<bool>() const {
 }
 
 Tensor& Tensor::requires_grad_(bool requires_grad) {
+  MG_CHECK(defined(), "requires_grad_: called on an undefined tensor (a Tensor() that holds no data)");
   MG_CHECK(is_leaf(), "requires_grad_: only a leaf can be marked; this tensor was made by an op (use detach())");
   MG_CHECK(!requires_grad || is_floating(dtype()),
            "requires_grad_: only floating-point tensors can require gradients, this one is {}", dtype());
@@ -196,6 +221,7 @@ Tensor& Tensor::requires_grad_(bool requires_grad) {
 }
 
 Tensor Tensor::detach() const {
+  MG_CHECK(defined(), "detach: called on an undefined tensor (a Tensor() that holds no data)");
   Tensor out = as_strided(*this, sizes(), strides(), storage_offset());
   return out;
 }

@@ -9,12 +9,16 @@
 // Member functions that do math or build views are differentiable ops: they are declared
 // here and defined in ops/ (one library), so `x.transpose(0, 1).sum()` records on the tape.
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/macros.h"
 #include "core/storage.h"
 
 namespace minigrad {
@@ -26,18 +30,24 @@ struct TensorImpl;
 
 namespace autograd {
 class Node;
+struct LeafHooks;
 }
 
 // Options for the creation functions: randn({2, 3}, dtype(kFloat64).requires_grad(true)).
+// dtype_ always holds a valid dtype (float32 unless one was named); dtype_set_ says whether
+// the caller named one, for the functions whose default comes from elsewhere (from_vector
+// takes T's dtype, arange int64's): use dtype_or(default) there.
 struct TensorOptions {
   DType dtype_ = kFloat32;
   Device device_ = kCPU;
   bool requires_grad_ = false;
+  bool dtype_set_ = false;
 
   TensorOptions() = default;
-  TensorOptions(DType d) : dtype_(d) {}  // NOLINT: implicit, as in PyTorch
+  TensorOptions(DType d) : dtype_(d), dtype_set_(true) {}  // NOLINT: implicit, as in PyTorch
   TensorOptions(Device d) : device_(d) {}  // NOLINT
-  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; return o; }
+  TensorOptions dtype(DType d) const { auto o = *this; o.dtype_ = d; o.dtype_set_ = true; return o; }
+  DType dtype_or(DType fallback) const { return dtype_set_ ? dtype_ : fallback; }
   TensorOptions device(Device d) const { auto o = *this; o.device_ = d; return o; }
   TensorOptions requires_grad(bool r = true) const { auto o = *this; o.requires_grad_ = r; return o; }
 };
@@ -86,13 +96,35 @@ class Tensor {
   Tensor& requires_grad_(bool requires_grad = true);
   bool is_leaf() const;
   const Tensor& grad() const;   // undefined until a backward reaches this leaf
-  Tensor& mutable_grad();       // for optimizers: x.mutable_grad() = Tensor();
+  // For optimizers: x.mutable_grad() = Tensor(). Assigning a gradient that has history
+  // is refused (it would tie the tensor to a graph through its own .grad: a reference
+  // cycle); assign g.detach(), or compute g under NoGradGuard.
+  class GradSlot;
+  GradSlot mutable_grad();
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   uint32_t output_nr() const;
-  // Reverse-mode gradient of this tensor. `gradient` may be omitted for a one-element tensor.
-  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  // Reverse-mode gradient of this tensor. `gradient` may be omitted for a one-element
+  // tensor. retain_graph keeps the saved tensors for another backward (default: the value
+  // of create_graph); create_graph records the backward itself, so the gradients have
+  // history and can be differentiated again.
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false) const;
   Tensor detach() const;        // same storage and version counter, no history
   uint64_t version() const;     // bumped by every in-place change of the storage
+
+  // ---- hooks (autograd/hooks.cpp) ----
+  // hook(grad) runs when this tensor's gradient is computed, before it is used: it may
+  // return a replacement gradient, or nothing (void, or Tensor()) to keep it. Returns a
+  // handle for remove_hook.
+  template <typename F>
+  size_t register_hook(F&& hook) const;
+  void remove_hook(size_t handle) const;
+  // A non-leaf keeps its gradient in .grad after backward (a leaf always does).
+  void retain_grad() const;
+  bool retains_grad() const;
+  // hook(leaf) runs after the gradient is accumulated into this leaf's .grad (an
+  // optimizer stepping each parameter as soon as its gradient is ready).
+  size_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
 
   // ---- copies and conversion (differentiable) ----
   Tensor to(DType dtype) const;
@@ -151,24 +183,89 @@ struct TensorImpl {
   uint32_t output_nr = 0;                       // which output of grad_fn
   Tensor grad;                                  // accumulated gradient (leaves)
   std::weak_ptr<autograd::Node> grad_accumulator;  // weak: the accumulator holds the leaf
+  std::shared_ptr<autograd::LeafHooks> leaf_hooks;  // a leaf's hooks: register_hook, post-accumulate
 
+  // In unsigned arithmetic: creation refuses sizes whose product passes int64 unless one
+  // of them is 0, and then the wrapped product times 0 is still 0.
   int64_t numel() const {
-    int64_t n = 1;
-    for (int64_t s : sizes) n *= s;
-    return n;
+    uint64_t n = 1;
+    for (int64_t s : sizes) n *= static_cast<uint64_t>(s);
+    return static_cast<int64_t>(n);
   }
 };
 
+// What Tensor::mutable_grad() returns: the leaf's .grad, with assignment checked.
+class Tensor::GradSlot {
+ public:
+  explicit GradSlot(TensorImpl* owner);
+  GradSlot& operator=(const Tensor& g);
+  operator Tensor&() const { return *grad_; }  // NOLINT: implicit, reads like the Tensor
+  Tensor& operator*() const { return *grad_; }
+  Tensor* operator->() const { return grad_; }
+  bool defined() const { return grad_->defined(); }
+
+ private:
+  TensorImpl* owner_;
+  Tensor* grad_;
+};
+
+namespace autograd {
+size_t register_tensor_hook(const Tensor& t, std::function<Tensor(const Tensor&)> hook);
+}
+
+template <typename F>
+size_t Tensor::register_hook(F&& hook) const {
+  if constexpr (std::is_void_v<std::invoke_result_t<F&, const Tensor&>>) {
+    return autograd::register_tensor_hook(*this, [h = std::forward<F>(hook)](const Tensor& g) mutable {
+      h(g);
+      return Tensor();
+    });
+  } else {
+    return autograd::register_tensor_hook(*this, std::function<Tensor(const Tensor&)>(std::forward<F>(hook)));
+  }
+}
+
 // ---- inline metadata accessors ----
-inline const Shape& Tensor::sizes() const { return impl_->sizes; }
-inline const Shape& Tensor::strides() const { return impl_->strides; }
-inline int64_t Tensor::dim() const { return static_cast<int64_t>(impl_->sizes.size()); }
-inline int64_t Tensor::numel() const { return impl_->numel(); }
-inline DType Tensor::dtype() const { return impl_->dtype; }
-inline Device Tensor::device() const { return impl_->storage->device(); }
-inline int64_t Tensor::storage_offset() const { return impl_->offset; }
-inline const std::shared_ptr<Storage>& Tensor::storage() const { return impl_->storage; }
+// A default-constructed Tensor() has no TensorImpl: every accessor refuses it with an error
+// naming the accessor, instead of reading through a null pointer. The check is one
+// predictable branch; the error is built out of line (cold), so the inline bodies stay small.
+namespace detail {
+[[noreturn]] void throw_undefined_tensor(const char* accessor);
+}
+inline const Shape& Tensor::sizes() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("sizes()");
+  return impl_->sizes;
+}
+inline const Shape& Tensor::strides() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("strides()");
+  return impl_->strides;
+}
+inline int64_t Tensor::dim() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("dim()");
+  return static_cast<int64_t>(impl_->sizes.size());
+}
+inline int64_t Tensor::numel() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("numel()");
+  return impl_->numel();
+}
+inline DType Tensor::dtype() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("dtype()");
+  return impl_->dtype;
+}
+inline Device Tensor::device() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("device()");
+  return impl_->storage->device();
+}
+inline int64_t Tensor::storage_offset() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("storage_offset()");
+  return impl_->offset;
+}
+inline const std::shared_ptr<Storage>& Tensor::storage() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("storage()");
+  return impl_->storage;
+}
 inline void* Tensor::raw_data() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("raw_data()");
   return static_cast<char*>(impl_->storage->data()) +
          impl_->offset * static_cast<int64_t>(minigrad::element_size(impl_->dtype));
 }
@@ -178,15 +275,35 @@ T* Tensor::data_ptr() const {
            dtype_of<T>::value);
   return static_cast<T*>(raw_data());
 }
-inline bool Tensor::requires_grad() const { return impl_->requires_grad || impl_->grad_fn != nullptr; }
-inline bool Tensor::is_leaf() const { return impl_->grad_fn == nullptr; }
-inline const Tensor& Tensor::grad() const { return impl_->grad; }
-inline Tensor& Tensor::mutable_grad() { return impl_->grad; }
-inline const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const { return impl_->grad_fn; }
-inline uint32_t Tensor::output_nr() const { return impl_->output_nr; }
-inline uint64_t Tensor::version() const { return impl_->storage->version(); }
+inline bool Tensor::requires_grad() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("requires_grad()");
+  return impl_->requires_grad || impl_->grad_fn != nullptr;
+}
+inline bool Tensor::is_leaf() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("is_leaf()");
+  return impl_->grad_fn == nullptr;
+}
+inline const Tensor& Tensor::grad() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("grad()");
+  return impl_->grad;
+}
+inline const std::shared_ptr<autograd::Node>& Tensor::grad_fn() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("grad_fn()");
+  return impl_->grad_fn;
+}
+inline uint32_t Tensor::output_nr() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("output_nr()");
+  return impl_->output_nr;
+}
+inline uint64_t Tensor::version() const {
+  if (MG_UNLIKELY(!impl_)) detail::throw_undefined_tensor("version()");
+  return impl_->storage->version();
+}
 
 // ---- creation (core/creation.cpp) ----
+// Each refuses a negative size, and a shape whose element or byte count overflows, with an
+// error naming the function called. An int64 tensor's fill value must be a whole number in
+// int64's range (as for fill_).
 Tensor empty(const Shape& sizes, TensorOptions options = {});
 Tensor zeros(const Shape& sizes, TensorOptions options = {});
 Tensor ones(const Shape& sizes, TensorOptions options = {});
@@ -207,7 +324,8 @@ template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& sizes);
 template <typename T>
 Tensor from_vector(const std::vector<T>& values, const Shape& sizes, TensorOptions options);
-// tensor({1.f, -2.f, 3.f}) : a 1-D float32 tensor.
+// tensor({1.f, -2.f, 3.f}) : a 1-D float32 tensor. tensor({1.0, 2.0}) is float32 too (the
+// default dtype, as for a Python list of floats in PyTorch) unless options name a dtype.
 Tensor tensor(std::initializer_list<float> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
 

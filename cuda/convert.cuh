@@ -34,8 +34,12 @@ __device__ __forceinline__ H float_to_half(float f) {
   return h;
 }
 
-// convert_element<To>(v): v as a To. Whole-number types truncate toward zero, as in C++;
-// anything nonzero (NaN included) becomes true.
+// convert_element<To>(v): v as a To. A floating value becomes an int64 by truncation
+// toward zero, NaN giving 0 and values beyond int64's range saturating to its ends, as
+// core's float_to_int64 does on the host. The intrinsics are that conversion instruction
+// (cvt.rzi.s64.f32 / .f64), defined for every input, where a static_cast would be
+// undefined behaviour for NaN and out-of-range values. Anything nonzero (NaN included)
+// becomes true.
 template <typename To, typename From>
 __device__ __forceinline__ To convert_element(From v) {
   if constexpr (std::is_same_v<To, From>) {
@@ -46,6 +50,10 @@ __device__ __forceinline__ To convert_element(From v) {
     return v != From(0);
   } else if constexpr (is_half_type<To>) {
     return float_to_half<To>(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, int64_t> && std::is_same_v<From, float>) {
+    return static_cast<int64_t>(__float2ll_rz(v));
+  } else if constexpr (std::is_same_v<To, int64_t> && std::is_same_v<From, double>) {
+    return static_cast<int64_t>(__double2ll_rz(v));
   } else {
     return static_cast<To>(v);
   }

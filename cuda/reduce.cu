@@ -1,5 +1,5 @@
-// Reductions on the GPU: sum (and mean) over any dims, max with its position along one dim,
-// and the scatter behind max's backward.
+// Reductions on the GPU: sum (and mean) over any dims, and max with its position along one
+// dim. (max's backward is built from public ops in ops/reduce.cpp: it needs no kernel here.)
 //
 // Every reduction reads x as [outer, reduced, inner] (ReductionLayout): the reduced dims
 // merged into one, the kept dims into at most two, each with one stride. That covers a
@@ -45,7 +45,9 @@ namespace {
 
 // What a sum of in_t accumulates in: double for float32 and float64, as the CPU kernel does
 // (a float32 accumulator stops growing at 2^24 when adding ones; in a memory-bound kernel
-// the double adds cost nothing), float for the half types, int64 for int64 and bool.
+// the double adds cost nothing), float for the half types, uint64 for int64 and bool: an
+// unsigned sum wraps around modulo 2^64 where a signed one would be undefined, and the
+// total converted back to int64 is the two's-complement result the CPU (and PyTorch) give.
 template <typename in_t>
 struct SumAccumulator {
   using type = double;
@@ -60,11 +62,11 @@ struct SumAccumulator<BFloat16> {
 };
 template <>
 struct SumAccumulator<int64_t> {
-  using type = int64_t;
+  using type = uint64_t;
 };
 template <>
 struct SumAccumulator<bool> {
-  using type = int64_t;
+  using type = uint64_t;
 };
 
 template <typename acc_t>
@@ -362,19 +364,6 @@ __global__ void reduce_columns_kernel(const in_t* x, ReductionLayout layout, Op 
     for (int e = 0; e < kVec; ++e) output.write(first + e, blockIdx.y, at(0, e));
 }
 
-// dst[(o * dim_size + index[j]) * inner + i] = src[j] for j = o * inner + i. Values are
-// moved as bits: a copy needs no arithmetic type.
-template <typename bits_t>
-__global__ void scatter_along_dim_kernel(bits_t* dst, const bits_t* src, const int64_t* index, int64_t count,
-                                         int64_t dim_size, int64_t inner) {
-  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < count; j += step) {
-    const int64_t o = j / inner;
-    const int64_t i = j % inner;
-    dst[(o * dim_size + index[j]) * inner + i] = src[j];
-  }
-}
-
 // ---- launching ----
 
 int64_t multiprocessor_count() {
@@ -523,7 +512,7 @@ void sum_reduce(const Tensor& x, const std::vector<bool>& reduced, double diviso
   dispatch_all(x.dtype(), [&](auto tag) {
     using in_t = decltype(tag);
     using acc_t = typename SumAccumulator<in_t>::type;
-    using out_t = std::conditional_t<std::is_same_v<acc_t, int64_t>, int64_t, in_t>;
+    using out_t = std::conditional_t<std::is_same_v<acc_t, uint64_t>, int64_t, in_t>;
     launch_reduction("sum", static_cast<const in_t*>(laid_out.source.raw_data()), laid_out.layout, SumOp<acc_t>{},
                      SumOutput<out_t, acc_t>{static_cast<out_t*>(out.raw_data()), static_cast<acc_t>(divisor)});
   });
@@ -541,28 +530,6 @@ void max_reduce(const Tensor& x, int64_t dim, const Tensor& values, const Tensor
                      MaxOp<value_t>{lowest_value<value_t>()},
                      MaxOutput<in_t, value_t>{static_cast<in_t*>(values.raw_data()), indices.data_ptr<int64_t>()});
   });
-}
-
-void scatter_along_dim(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
-  const int64_t count = src.numel();
-  if (count == 0) return;
-  DeviceGuard guard(dst.device().index);
-  int64_t inner = 1;
-  for (int64_t d = dim + 1; d < dst.dim(); ++d) inner *= dst.size(d);
-  const int64_t blocks = std::min<int64_t>((count + kThreads - 1) / kThreads, 65535);
-  auto launch = [&](auto bits_tag) {
-    using bits_t = decltype(bits_tag);
-    scatter_along_dim_kernel<<<static_cast<unsigned int>(blocks), kThreads, 0, current_stream()>>>(
-        static_cast<bits_t*>(dst.raw_data()), static_cast<const bits_t*>(src.raw_data()), index.data_ptr<int64_t>(),
-        count, dst.size(dim), inner);
-    MG_CUDA_CHECK_LAUNCH("max (backward)");
-  };
-  switch (dst.element_size()) {
-    case 1: launch(uint8_t{}); break;
-    case 2: launch(uint16_t{}); break;
-    case 4: launch(uint32_t{}); break;
-    default: launch(uint64_t{}); break;
-  }
 }
 
 }  // namespace cuda

@@ -15,17 +15,14 @@ namespace cuda {
 // out = the sum of x over the dims marked in `reduced`, divided by `divisor` (1 for a sum,
 // the element count for a mean; a mean of nothing is 0 / 0 = NaN). float32 and float64
 // accumulate in double, as the CPU kernel does; float16 and bfloat16 load natively and
-// accumulate in float; int64 and bool accumulate in int64, and out is int64.
+// accumulate in float; int64 and bool accumulate in uint64 (wrapping around on overflow,
+// as the CPU does), and out is int64.
 void sum_reduce(const Tensor& x, const std::vector<bool>& reduced, double divisor, const Tensor& out);
 
 // values and indices (int64) = the maximum of x along `dim` (of size at least 1) and its
 // position along dim: the first maximum, and a NaN beats every number (ops/reduce_combine.h,
 // the rule the CPU kernel uses, so both backends pick the same element).
 void max_reduce(const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);
-
-// dst[..., index[...], ...] = src[...] along `dim`: max's backward. dst is contiguous; src
-// and index are contiguous with dst's shape except for size 1 at dim.
-void scatter_along_dim(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src);
 
 }  // namespace cuda
 }  // namespace minigrad

@@ -23,14 +23,23 @@ Tensor input_grad(const Context& ctx, size_t input, const Tensor& grad_of_output
 
 // Add and Sub need only the inputs' shapes in backward (the derivative is +-1), so they
 // keep the shapes, not the tensors: the inputs' memory can be freed after forward.
+struct InputSizes {
+  Shape self_sizes;
+  Shape other_sizes;
+};
 void save_input_sizes(Context& ctx, const Tensor& a, const Tensor& b) {
-  ctx.saved_data["self_sizes"] = a.sizes();
-  ctx.saved_data["other_sizes"] = b.sizes();
+  ctx.state<InputSizes>() = {a.sizes(), b.sizes()};
 }
+
+// The scalar of the tensor-scalar ops whose derivative depends on it.
+struct ScalarArgument {
+  double scalar = 0.0;
+};
 
 // ---- tensor (op) tensor ----
 
 struct Add : Function<Add> {
+  using State = InputSizes;
   static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
     Tensor out = binary_float_op("add", a, b, elementwise::Add{});
     save_input_sizes(ctx, a, b);
@@ -38,12 +47,13 @@ struct Add : Function<Add> {
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor& grad = grad_outputs[0];
-    return {input_grad(ctx, 0, grad, ctx.saved_data["self_sizes"].toShape()),
-            input_grad(ctx, 1, grad, ctx.saved_data["other_sizes"].toShape())};
+    const State& sizes = ctx.state<State>();
+    return {input_grad(ctx, 0, grad, sizes.self_sizes), input_grad(ctx, 1, grad, sizes.other_sizes)};
   }
 };
 
 struct Sub : Function<Sub> {
+  using State = InputSizes;
   static Tensor forward(Context& ctx, const Tensor& a, const Tensor& b) {
     Tensor out = binary_float_op("sub", a, b, elementwise::Sub{});
     save_input_sizes(ctx, a, b);
@@ -52,8 +62,8 @@ struct Sub : Function<Sub> {
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor& grad = grad_outputs[0];
     Tensor grad_b = ctx.needs_input_grad(1) ? neg(grad) : Tensor();
-    return {input_grad(ctx, 0, grad, ctx.saved_data["self_sizes"].toShape()),
-            input_grad(ctx, 1, grad_b, ctx.saved_data["other_sizes"].toShape())};
+    const State& sizes = ctx.state<State>();
+    return {input_grad(ctx, 0, grad, sizes.self_sizes), input_grad(ctx, 1, grad_b, sizes.other_sizes)};
   }
 };
 
@@ -110,22 +120,24 @@ struct SubScalar : Function<SubScalar> {
 };
 
 struct MulScalar : Function<MulScalar> {
+  using State = ScalarArgument;
   static Tensor forward(Context& ctx, const Tensor& x, double scalar) {
-    ctx.saved_data["scalar"] = scalar;
+    ctx.state<State>().scalar = scalar;
     return unary_float_op("mul", x, elementwise::MulScalar{scalar});
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
-    return {mul(grad_outputs[0], ctx.saved_data["scalar"].toDouble()), Tensor()};
+    return {mul(grad_outputs[0], ctx.state<State>().scalar), Tensor()};
   }
 };
 
 struct DivScalar : Function<DivScalar> {
+  using State = ScalarArgument;
   static Tensor forward(Context& ctx, const Tensor& x, double scalar) {
-    ctx.saved_data["scalar"] = scalar;
+    ctx.state<State>().scalar = scalar;
     return unary_float_op("div", x, elementwise::DivScalar{scalar});
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
-    return {div(grad_outputs[0], ctx.saved_data["scalar"].toDouble()), Tensor()};
+    return {div(grad_outputs[0], ctx.state<State>().scalar), Tensor()};
   }
 };
 
@@ -140,15 +152,16 @@ struct RSub : Function<RSub> {
 
 // scalar / x, whose derivative is -scalar / x^2.
 struct RDiv : Function<RDiv> {
+  using State = ScalarArgument;
   static Tensor forward(Context& ctx, double scalar, const Tensor& x) {
     Tensor out = unary_float_op("rdiv", x, elementwise::ScalarDiv{scalar});
     ctx.save_for_backward({x});
-    ctx.saved_data["scalar"] = scalar;
+    ctx.state<State>().scalar = scalar;
     return out;
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor x = ctx.saved_tensors()[0];
-    const double scalar = ctx.saved_data["scalar"].toDouble();
+    const double scalar = ctx.state<State>().scalar;
     return {Tensor(), mul(grad_outputs[0], rdiv(-scalar, mul(x, x)))};
   }
 };

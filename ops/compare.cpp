@@ -57,6 +57,10 @@ Tensor compare_scalar(const char* op, const Tensor& a, double b) {
 
 // cond ? a : b. The kernel only moves elements, so it serves every dtype (no upcast).
 struct Where : Function<Where> {
+  struct State {
+    Shape self_sizes;
+    Shape other_sizes;
+  };
   static Tensor forward(Context& ctx, const Tensor& condition, const Tensor& a, const Tensor& b) {
     check_defined("where", "condition", condition);
     check_defined("where", "self", a);
@@ -74,8 +78,7 @@ struct Where : Function<Where> {
       elementwise_map<scalar_t, bool, scalar_t, scalar_t>("where", out, condition, a, b, elementwise::Select{});
     });
     ctx.save_for_backward({condition});
-    ctx.saved_data["self_sizes"] = a.sizes();
-    ctx.saved_data["other_sizes"] = b.sizes();
+    ctx.state<State>() = {a.sizes(), b.sizes()};
     return out;
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
@@ -83,11 +86,10 @@ struct Where : Function<Where> {
     const Tensor condition = ctx.saved_tensors()[0];
     // One zero, broadcast by where to the gradient's shape: no zero-filled copy of grad.
     const Tensor zero = zeros({}, TensorOptions(grad.dtype()).device(grad.device()));
+    const State& sizes = ctx.state<State>();
     Tensor grad_a, grad_b;
-    if (ctx.needs_input_grad(1))
-      grad_a = sum_to(where(condition, grad, zero), ctx.saved_data["self_sizes"].toShape());
-    if (ctx.needs_input_grad(2))
-      grad_b = sum_to(where(condition, zero, grad), ctx.saved_data["other_sizes"].toShape());
+    if (ctx.needs_input_grad(1)) grad_a = sum_to(where(condition, grad, zero), sizes.self_sizes);
+    if (ctx.needs_input_grad(2)) grad_b = sum_to(where(condition, zero, grad), sizes.other_sizes);
     return {Tensor(), grad_a, grad_b};
   }
 };

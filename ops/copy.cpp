@@ -1,7 +1,7 @@
 // Copies and conversions: to(dtype), to(device), clone(), contiguous(). All are one
 // Function, CopyAs, whose forward is copy_as and whose backward converts the gradient back
-// to the input's dtype and device. Converting to what a tensor already is returns the
-// tensor itself, no copy, as in PyTorch.
+// to the input's dtype and device with CopyAs again (so it is twice differentiable).
+// Converting to what a tensor already is returns the tensor itself, no copy, as in PyTorch.
 #include <cstdint>
 
 #include "autograd/function.h"
@@ -12,20 +12,22 @@ namespace minigrad {
 namespace {
 
 struct CopyAs : Function<CopyAs> {
+  struct State {
+    DType input_dtype = kFloat32;
+    Device input_device;
+  };
   static Tensor forward(Context& ctx, const Tensor& x, DType dtype, Device device) {
-    ctx.saved_data["input_dtype"] = static_cast<int64_t>(x.dtype());
-    ctx.saved_data["input_device_type"] = static_cast<int64_t>(x.device().type);
-    ctx.saved_data["input_device_index"] = static_cast<int64_t>(x.device().index);
+    ctx.state<State>() = {x.dtype(), x.device()};
     return copy_as(x, dtype, device);
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const DType dtype = static_cast<DType>(ctx.saved_data["input_dtype"].toInt());
-    const Device device(static_cast<DeviceType>(ctx.saved_data["input_device_type"].toInt()),
-                        static_cast<int>(ctx.saved_data["input_device_index"].toInt()));
+    const auto& s = ctx.state<State>();
     const Tensor& grad = grads[0];
     // clone() and contiguous() copy without converting: their gradient passes through.
-    const bool converted = grad.dtype() != dtype || grad.device() != device;
-    return {converted ? copy_as(grad, dtype, device) : grad, Tensor(), Tensor()};
+    // A conversion's gradient converts back through CopyAs again, so that a backward with
+    // create_graph records it (and the double backward converts forward once more).
+    const bool converted = grad.dtype() != s.input_dtype || grad.device() != s.input_device;
+    return {converted ? CopyAs::apply(grad, s.input_dtype, s.input_device) : grad, Tensor(), Tensor()};
   }
 };
 

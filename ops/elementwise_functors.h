@@ -1,6 +1,6 @@
 #pragma once
 // The formulas of the elementwise ops, one functor each, written once for both backends
-// (DESIGN.md: "one definition of each formula"). The CPU loops (ops/cpu_loops.h) and the
+// ("one definition of each formula"). The CPU loops (ops/cpu_loops.h) and the
 // CUDA engine (cuda/elementwise.cuh) call the same operator(), so the two evaluate the same
 // expression in the same order and differ only where the math library does (a few ulps of
 // exp, erf, tanh, pow).
@@ -47,6 +47,30 @@ using compute_t = typename compute_type<T>::type;
 
 namespace elementwise {
 
+// Signed integer overflow is undefined behaviour in C++; PyTorch's int64 arithmetic wraps
+// around (two's complement: INT64_MAX + 1 is INT64_MIN). The in-place updates that take
+// int64 tensors (add_, mul_) compute through these: in uint64_t for a signed integer type,
+// where wrapping is defined, converted back (modular in every compiler minigrad supports,
+// and by the standard since C++20); every other type as itself.
+template <typename T>
+MG_HOST_DEVICE T wrapping_add(T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+MG_HOST_DEVICE T wrapping_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
 // ---- arithmetic (ops/binary.cpp) ----
 
 struct Add {
@@ -59,17 +83,19 @@ struct Sub {
 };
 struct Mul {
   template <typename T>
-  MG_HOST_DEVICE T operator()(T a, T b) const { return a * b; }
+  MG_HOST_DEVICE T operator()(T a, T b) const { return wrapping_mul(a, b); }
 };
 struct Div {
   template <typename T>
   MG_HOST_DEVICE T operator()(T a, T b) const { return a / b; }
 };
 
+// The scalar of an int64 update is a whole number in int64's range (ops/inplace.cpp checks),
+// so T(scalar) is exact there.
 struct AddScalar {
   double scalar;
   template <typename T>
-  MG_HOST_DEVICE T operator()(T v) const { return v + T(scalar); }
+  MG_HOST_DEVICE T operator()(T v) const { return wrapping_add(v, T(scalar)); }
 };
 struct SubScalar {
   double scalar;
@@ -79,7 +105,7 @@ struct SubScalar {
 struct MulScalar {
   double scalar;
   template <typename T>
-  MG_HOST_DEVICE T operator()(T v) const { return v * T(scalar); }
+  MG_HOST_DEVICE T operator()(T v) const { return wrapping_mul(v, T(scalar)); }
 };
 // Not MulScalar with 1/scalar: x / 3 and x * (1/3) round differently.
 struct DivScalar {
@@ -192,11 +218,13 @@ struct Relu {
   template <typename T>
   MG_HOST_DEVICE T operator()(T v) const { return v < T(0) ? T(0) : v; }
 };
-// The gradient passes where x > 0; at exactly 0 it is 0, as in PyTorch. A select, not
-// grad * (x > 0): an Inf or NaN gradient in a masked-out element gives 0, not Inf * 0 = NaN.
+// PyTorch's threshold_backward: 0 where x <= 0 (at exactly 0 too), the gradient elsewhere,
+// which includes a NaN x (NaN <= 0 is false): a NaN upstream is not hidden by a zero
+// gradient. A select, not grad * (x > 0): an Inf or NaN gradient in a masked-out element
+// gives 0, not Inf * 0 = NaN.
 struct ReluBackward {
   template <typename T>
-  MG_HOST_DEVICE T operator()(T grad, T x) const { return x > T(0) ? grad : T(0); }
+  MG_HOST_DEVICE T operator()(T grad, T x) const { return x <= T(0) ? T(0) : grad; }
 };
 struct GeluExact {
   template <typename T>
@@ -267,11 +295,11 @@ struct Select {
 
 // ---- in-place updates (ops/inplace.cpp); self is the first argument ----
 
-// self + alpha * other (add_ with alpha).
+// self + alpha * other (add_ with alpha); int64 wraps around, in both steps.
 struct AddScaled {
   double alpha;
   template <typename T>
-  MG_HOST_DEVICE T operator()(T self, T other) const { return self + T(alpha) * other; }
+  MG_HOST_DEVICE T operator()(T self, T other) const { return wrapping_add(self, wrapping_mul(T(alpha), other)); }
 };
 // value where mask, self elsewhere. A double value meets bool as value != 0.
 struct MaskedFill {

@@ -1,6 +1,6 @@
 #pragma once
-// GELU and its derivative, written once for every backend (DESIGN.md: "one definition of
-// each formula"). The CPU loops and the CUDA kernels call these same functions (through the
+// GELU and its derivative, written once for every backend ("one definition of each
+// formula"). The CPU loops and the CUDA kernels call these same functions (through the
 // functors of ops/elementwise_functors.h), so the two backends evaluate the same
 // expression in the same order.
 //
@@ -23,7 +23,10 @@
 // a one-polynomial approximation of the tail instead (see upper_tail), as accurate as float
 // itself, whose exponential and reciprocal are one instruction each on the GPU
 // (ops/fast_math.h): 18 instructions an element in all in the bf16 kernel's SASS (40 with
-// IEEE division and exp2f), and bf16 GELU runs at 0.99 of the copy rate on an H200.
+// IEEE division and exp2f), and bf16 GELU runs at 0.99 of the copy rate on an H200. The
+// limits at the infinities (without_negative_infinity below) add one max instruction to the
+// forward, and two or three to each backward.
+#include <cfloat>
 #include <cmath>
 #include <type_traits>
 
@@ -43,6 +46,34 @@ constexpr double kLog2e = 1.44269504088896340736;
 // 2016), which matches erf's curve to about 1e-3 with one tanh instead of one erf.
 constexpr double kSqrt2OverPi = 0.79788456080286535588;
 constexpr double kTanhCubicCoeff = 0.044715;
+
+// The largest finite value of T (float or double). FLT_MAX and DBL_MAX, not numeric_limits,
+// whose members device code cannot call.
+template <typename T>
+MG_HOST_DEVICE T max_finite() {
+  if constexpr (std::is_same_v<T, float>)
+    return FLT_MAX;
+  else
+    return DBL_MAX;
+}
+
+// Infinite inputs. Each formula below multiplies x by a factor that tends to 0 where x is
+// infinite (Phi(x) at -inf, phi(x) at both ends), and inf * 0 is NaN where the limit is 0.
+// Multiplying by x with its infinities replaced by the largest finite values gives the limit
+// instead. The factor is exactly 0 there (long before: phi(x) underflows beyond |x| ~ 40),
+// so no finite result changes; a NaN x stays NaN through the other factor (Phi(NaN) and
+// phi(NaN) are NaN). One max (and one min) instruction: the bf16 kernels keep their budget.
+template <typename T>
+MG_HOST_DEVICE T without_negative_infinity(T x) {
+  using std::fmax;
+  return fmax(x, -max_finite<T>());
+}
+template <typename T>
+MG_HOST_DEVICE T without_infinities(T x) {
+  using std::fmax;
+  using std::fmin;
+  return fmin(fmax(x, -max_finite<T>()), max_finite<T>());
+}
 
 // exp(-x^2 / 2): the standard normal density without its constant.
 template <typename T>
@@ -87,16 +118,16 @@ MG_HOST_DEVICE T normal_cdf(T x) {
   }
 }
 
-// Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2))) = x * Phi(x).
+// Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2))) = x * Phi(x). gelu(-inf) = 0, the limit.
 template <typename T>
 MG_HOST_DEVICE T gelu_exact(T x) {
-  return x * normal_cdf(x);
+  return without_negative_infinity(x) * normal_cdf(x);
 }
 
-// d/dx [x * Phi(x)] = Phi(x) + x * phi(x), by the product rule.
+// d/dx [x * Phi(x)] = Phi(x) + x * phi(x), by the product rule: 1 at +inf, 0 at -inf.
 template <typename T>
 MG_HOST_DEVICE T gelu_exact_derivative(T x) {
-  return normal_cdf(x) + x * normal_pdf(x);
+  return normal_cdf(x) + without_infinities(x) * normal_pdf(x);
 }
 
 // The tanh approximation, 0.5 x (1 + tanh(u)) with u(x) = sqrt(2/pi) (x + 0.044715 x^3),
@@ -105,7 +136,8 @@ MG_HOST_DEVICE T gelu_exact_derivative(T x) {
 // left tail, where 1 + tanh(u) would cancel.
 //
 // s = sigmoid(2u) and e = exp(-2u), so s = 1 / (1 + e) and 1 - s = e * s (no cancellation
-// either). For x -> -inf, e overflows to inf and s is 0: the right limit.
+// either). Below x ~ -10.7 in float (-21.5 in double) e overflows to inf and s is 0: the
+// right limit.
 template <typename T>
 struct TanhForm {
   T e;
@@ -120,15 +152,25 @@ MG_HOST_DEVICE TanhForm<T> gelu_tanh_sigmoid(T x) {
 
 template <typename T>
 MG_HOST_DEVICE T gelu_tanh(T x) {
-  return x * gelu_tanh_sigmoid(x).s;
+  return without_negative_infinity(x) * gelu_tanh_sigmoid(x).s;
 }
 
-// d/dx [x s] = s + x s (1 - s) 2u'(x), with u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+// d/dx [x s] = s + x w 2u'(x), with w = s (1 - s) and u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2).
+//
+// The tails, where the derivative is s itself (0 on the left, 1 on the right) and w is 0:
+// - w = s * (e * s). Where e has overflowed to inf, s is 0 and e * s would be inf * 0 = NaN:
+//   e capped at the largest finite value makes e * s = 0 there instead (one min
+//   instruction), and w = 0, its limit. A NaN e (from a NaN x) is capped too, but s is NaN.
+// - The second term is selected away where w is 0, not multiplied by it: x * u'(x) grows as
+//   x^3 and reaches inf (x = +-inf, or |x| ~ 1e12 in float), and inf * 0 is NaN. A NaN w
+//   (from a NaN x) is not 0, so NaN still gives NaN.
 template <typename T>
 MG_HOST_DEVICE T gelu_tanh_derivative(T x) {
+  using std::fmin;
   const TanhForm<T> f = gelu_tanh_sigmoid(x);
+  const T w = f.s * (fmin(f.e, max_finite<T>()) * f.s);
   const T du_dx = T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCubicCoeff) * x * x);
-  return f.s + x * f.s * (f.e * f.s) * T(2) * du_dx;
+  return w == T(0) ? f.s : f.s + x * w * T(2) * du_dx;
 }
 
 }  // namespace gelu_math

@@ -64,13 +64,10 @@ Tensor checked_operand(const char* op, const char* out_of_place, const char* arg
 }
 
 // A double scalar written into (or combined with) an int64 tensor must be a whole number
-// in int64's range: 2.5 has no int64 value, and truncating it silently would hide a bug.
+// in int64's range (core/dtype.h).
 void check_scalar_fits(const char* op, const char* arg, double value, const Tensor& self) {
-  if (self.dtype() != kInt64) return;
-  // 2^63 is exactly representable as a double; int64's range is [-2^63, 2^63).
-  const double two_pow_63 = 9223372036854775808.0;
-  MG_CHECK(std::trunc(value) == value && value >= -two_pow_63 && value < two_pow_63,
-           "{}: argument '{}' is {}, which an int64 tensor cannot hold", op, arg, value);
+  MG_CHECK(self.dtype() != kInt64 || fits_int64(value), "{}: argument '{}' is {}, which an int64 tensor cannot hold",
+           op, arg, value);
 }
 
 // ---- kernels ----

@@ -2,9 +2,15 @@
 // 'other' a column vector [k, 1] (the added dim is removed from the result), 2-D is a
 // matrix product, and more dims are batches of matrices whose batch dims broadcast.
 //
-// Backward is matmul again, on transposed views (the seed's C++ example):
+// Backward is matmul again, on transposed views:
 //   grad_self  = grad_out x other^T,  grad_other = self^T x grad_out,
-// each summed back down to its operand's shape over the broadcast batch dims.
+// each summed back down to its operand's shape over the broadcast batch dims. Being
+// matmul, sum_to and views, it is twice differentiable.
+// When 'other' has no batch dims (a weight [k, n]) and 'self' has some (activations
+// [B, T, k]), both directions fold the batch into the rows: one GEMM of [B*T, k] x [k, n]
+// forward, and grad_other = self2^T x grad2 with self2 = [B*T, k] and grad2 = [B*T, n],
+// one GEMM whose inner size is B*T, instead of B GEMMs into a [B, k, n] temporary that
+// sum_to then adds up.
 // On the GPU, cuBLAS computes it (cuda/matmul.cpp), reading those transposed views in place.
 #include <algorithm>
 #include <array>
@@ -120,6 +126,12 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShapes& s) {
       const scalar_t* pa = a_rows.data_ptr<scalar_t>();
       const scalar_t* pb = b_rows.data_ptr<scalar_t>();
       scalar_t* pc = out.data_ptr<scalar_t>();
+      if (s.other_matrix.size() == 2) {
+        // One matrix 'other' for the whole batch: the rows of a_rows' matrices follow each
+        // other in memory, as do out's, so the batch is one product with more rows.
+        gemm_blocked(pa, pb, pc, shape_numel(s.batch) * s.m, s.k, s.n);
+        return;
+      }
       for_each_offset<3>(s.batch, {a_strides.data(), b_strides.data(), out_strides.data()},
                          [&](const std::array<int64_t, 3>& o) {
                            gemm_blocked(pa + o[0], pb + o[1], pc + o[2], s.m, s.k, s.n);
@@ -147,8 +159,15 @@ struct Matmul : Function<Matmul> {
       grad_a = sum_to(matmul(grad, b_transposed), s.self_matrix).reshape(a.sizes());
     }
     if (ctx.needs_input_grad(1)) {
-      const Tensor a_transposed = a.reshape(s.self_matrix).transpose(-1, -2);
-      grad_b = sum_to(matmul(a_transposed, grad), s.other_matrix).reshape(b.sizes());
+      const Shape other_batch(s.other_matrix.begin(), s.other_matrix.end() - 2);
+      if (shape_numel(other_batch) == 1 && s.batch.size() > 0) {
+        // 'other' is one matrix for every product: fold the batch into the inner size.
+        const int64_t rows = shape_numel(s.batch) * s.m;
+        grad_b = matmul(a.reshape({rows, s.k}).t(), grad.reshape({rows, s.n})).reshape(b.sizes());
+      } else {
+        const Tensor a_transposed = a.reshape(s.self_matrix).transpose(-1, -2);
+        grad_b = sum_to(matmul(a_transposed, grad), s.other_matrix).reshape(b.sizes());
+      }
     }
     return {grad_a, grad_b};
   }

@@ -97,7 +97,7 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
-// ---- activations: the seed's custom Functions (ops/relu.cpp, ops/gelu.cpp) ----
+// ---- activations: the tutorial's custom Functions (ops/relu.cpp, ops/gelu.cpp) ----
 Tensor relu(const Tensor& x);
 enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf
 Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);

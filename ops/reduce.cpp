@@ -4,7 +4,12 @@
 // once, in row-major order, and tells the body which output element the input element
 // belongs to and where it sits among the reduced dims. Sums accumulate in double for
 // floating inputs (a float32 accumulator stops growing at 2^24 when adding ones) and in
-// int64 for integer and bool inputs; float16/bfloat16 are upcast to float32 first.
+// uint64 for integer and bool inputs (an int64 sum wraps around modulo 2^64, as in PyTorch,
+// instead of overflowing a signed integer, which C++ leaves undefined); float16/bfloat16
+// are upcast to float32 first.
+//
+// Every backward here is built from public ops (reshape, expand, eq, where, ...), so each
+// reduction is twice differentiable.
 // On the GPU, cuda/reduce.cu has the kernels (the same accumulators, except that
 // float16/bfloat16 load natively and accumulate in float) and the same max_prefers rule.
 #include <array>
@@ -100,14 +105,16 @@ struct SumTypes {
   using acc_t = double;
   using out_t = scalar_t;
 };
+// Integers add in uint64_t, where overflow is defined to wrap around; converting the total
+// back to int64 gives the two's-complement result PyTorch gives (INT64_MAX + 1 is INT64_MIN).
 template <>
 struct SumTypes<int64_t> {
-  using acc_t = int64_t;
+  using acc_t = uint64_t;
   using out_t = int64_t;
 };
 template <>
 struct SumTypes<bool> {
-  using acc_t = int64_t;
+  using acc_t = uint64_t;
   using out_t = int64_t;
 };
 
@@ -136,9 +143,14 @@ Tensor sum_kernel(const char* op, const Tensor& x, const std::vector<bool>& redu
       acc[static_cast<size_t>(out_index)] += static_cast<acc_t>(px[in]);
     });
     out_t* po = out.data_ptr<out_t>();
-    // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
-    for (size_t i = 0; i < acc.size(); ++i)
-      po[i] = mean ? static_cast<out_t>(static_cast<double>(acc[i]) / count) : static_cast<out_t>(acc[i]);
+    if constexpr (std::is_same_v<acc_t, uint64_t>) {
+      // Only a sum: mean refuses integer inputs.
+      for (size_t i = 0; i < acc.size(); ++i) po[i] = static_cast<out_t>(acc[i]);
+    } else {
+      // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
+      for (size_t i = 0; i < acc.size(); ++i)
+        po[i] = mean ? static_cast<out_t>(acc[i] / count) : static_cast<out_t>(acc[i]);
+    }
   });
   return out;
 }
@@ -193,28 +205,6 @@ MaxAlongDim max_kernel(const char* op, const Tensor& x, int64_t dim, bool keepdi
   return result;
 }
 
-// dst[..., index[...], ...] = src[...] along `dim`: each output's gradient goes back to the
-// input element the maximum came from. src and index have dst's shape with `dim` of size 1.
-void scatter_along_dim(const Tensor& dst, int64_t dim, const Tensor& index, const Tensor& src) {
-#ifdef MINIGRAD_WITH_CUDA
-  if (dst.device().is_cuda()) {  // the kernel takes dst (fresh zeros), src and index contiguous
-    cuda::scatter_along_dim(dst, dim, index.contiguous(), src.contiguous());
-    return;
-  }
-#endif
-  Shape dst_strides = dst.strides();
-  const int64_t dim_stride = dst_strides[static_cast<size_t>(dim)];
-  dst_strides[static_cast<size_t>(dim)] = 0;  // the index supplies the position along dim
-  const int64_t* pi = index.data_ptr<int64_t>();
-  dispatch_all(dst.dtype(), [&](auto tag) {
-    using scalar_t = decltype(tag);
-    scalar_t* pd = dst.data_ptr<scalar_t>();
-    const scalar_t* ps = src.data_ptr<scalar_t>();
-    for_each_offset<3>(src.sizes(), {dst_strides.data(), src.strides().data(), index.strides().data()},
-                       [&](const std::array<int64_t, 3>& o) { pd[o[0] + pi[o[2]] * dim_stride] = ps[o[1]]; });
-  });
-}
-
 // The gradient of a reduction, spread back over the input: the reduced dims come back
 // as size 1 (when keepdim dropped them) and are then expanded, a view with stride 0.
 Tensor expand_reduced_grad(const Tensor& grad, const Shape& input_sizes, const Shape& dims) {
@@ -224,56 +214,108 @@ Tensor expand_reduced_grad(const Tensor& grad, const Shape& input_sizes, const S
 }
 
 struct Sum : Function<Sum> {
+  struct State {
+    Shape input_sizes;
+    Shape dims;  // the reduced dims, wrapped and ascending
+  };
   static Tensor forward(Context& ctx, const Tensor& x, const Shape& dims, bool keepdim) {
     const std::vector<bool> reduced = reduced_dims_mask("sum", dims, x.dim());
-    ctx.saved_data["input_sizes"] = x.sizes();
-    ctx.saved_data["dims"] = reduced_dims_list(reduced);
+    auto& s = ctx.state<State>();
+    s.input_sizes = x.sizes();
+    s.dims = reduced_dims_list(reduced);
     return sum_kernel("sum", x, reduced, keepdim, /*mean=*/false);
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    return {expand_reduced_grad(grads[0], ctx.saved_data["input_sizes"].toShape(), ctx.saved_data["dims"].toShape()),
-            Tensor(), Tensor()};
+    const auto& s = ctx.state<State>();
+    return {expand_reduced_grad(grads[0], s.input_sizes, s.dims), Tensor(), Tensor()};
   }
 };
 
 struct Mean : Function<Mean> {
+  struct State {
+    Shape input_sizes;
+    Shape dims;
+    int64_t count = 0;  // elements per output
+  };
   static Tensor forward(Context& ctx, const Tensor& x, const Shape& dims, bool keepdim) {
     const std::vector<bool> reduced = reduced_dims_mask("mean", dims, x.dim());
-    ctx.saved_data["input_sizes"] = x.sizes();
-    ctx.saved_data["dims"] = reduced_dims_list(reduced);
-    ctx.saved_data["count"] = reduced_count(x.sizes(), reduced);
+    auto& s = ctx.state<State>();
+    s.input_sizes = x.sizes();
+    s.dims = reduced_dims_list(reduced);
+    s.count = reduced_count(x.sizes(), reduced);
     return sum_kernel("mean", x, reduced, keepdim, /*mean=*/true);
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const Tensor spread =
-        expand_reduced_grad(grads[0], ctx.saved_data["input_sizes"].toShape(), ctx.saved_data["dims"].toShape());
-    return {div(spread, ctx.saved_data["count"].toDouble()), Tensor(), Tensor()};
+    const auto& s = ctx.state<State>();
+    const Tensor spread = expand_reduced_grad(grads[0], s.input_sizes, s.dims);
+    return {div(spread, static_cast<double>(s.count)), Tensor(), Tensor()};
   }
 };
 
+// max along one dim: the gradient goes to the element the index points at (the first
+// maximum), as in PyTorch.
+//
+// Backward builds it from public ops, a one-hot mask along `dim` and a where:
+//   mask = (arange(size) viewed along dim) == indices,  grad_input = where(mask, grad, 0)
+// so it is twice differentiable: where's own backward picks the gradient back out of the
+// mask's positions (a gather). It costs a bool mask of the input's size and one pass
+// over it, the same order of work as the zero-filled gradient every reduction's backward
+// writes anyway; a scatter/gather Function pair would save the mask but needs two more
+// kernels per device for a backward that is rarely the bottleneck.
 struct Max : Function<Max> {
+  struct State {
+    Shape input_sizes;
+    int64_t dim = 0;
+    bool keepdim = false;
+  };
   // `dim` is already wrapped, and x has at least one dim.
   static Tensor forward(Context& ctx, const Tensor& x, int64_t dim, bool keepdim) {
     MaxAlongDim result = max_kernel("max", x, dim, keepdim);
     ctx.save_for_backward({result.indices});
-    ctx.saved_data["input_sizes"] = x.sizes();
-    ctx.saved_data["dim"] = dim;
-    ctx.saved_data["keepdim"] = keepdim;
+    auto& s = ctx.state<State>();
+    s.input_sizes = x.sizes();
+    s.dim = dim;
+    s.keepdim = keepdim;
     return result.values;
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const int64_t dim = ctx.saved_data["dim"].toInt();
-    const bool keepdim = ctx.saved_data["keepdim"].toBool();
+    const auto& s = ctx.state<State>();
     Tensor indices = ctx.saved_tensors()[0];
     Tensor grad = grads[0];
-    if (!keepdim) {
-      indices = indices.unsqueeze(dim);
-      grad = grad.unsqueeze(dim);
+    if (!s.keepdim) {
+      indices = indices.unsqueeze(s.dim);
+      grad = grad.unsqueeze(s.dim);
     }
-    Tensor grad_input =
-        zeros(ctx.saved_data["input_sizes"].toShape(), TensorOptions(grad.dtype()).device(grad.device()));
-    scatter_along_dim(grad_input, dim, indices, grad);
-    return {grad_input, Tensor(), Tensor()};
+    const TensorOptions index_options = TensorOptions(kInt64).device(grad.device());
+    Shape positions_sizes(s.input_sizes.size(), 1);
+    positions_sizes[static_cast<size_t>(s.dim)] = s.input_sizes[static_cast<size_t>(s.dim)];
+    const Tensor positions = arange(s.input_sizes[static_cast<size_t>(s.dim)], index_options).view(positions_sizes);
+    const Tensor is_max = eq(positions, indices);  // broadcasts to the input's shape
+    const Tensor zero = zeros({}, TensorOptions(grad.dtype()).device(grad.device()));
+    return {where(is_max, grad, zero), Tensor(), Tensor()};
+  }
+};
+
+// max over all elements: one value, and no index to follow. When several elements tie for
+// the maximum the gradient is split evenly among them, as PyTorch's max() does
+// (evenly_distribute_backward): each gets grad / count. When the maximum is NaN, the NaN
+// elements are the ones that tie.
+struct MaxAll : Function<MaxAll> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    MG_CHECK(x.numel() > 0, "max: the input 'self' is empty (shape {}): the maximum of no elements is undefined",
+             shape_str(x.sizes()));
+    Tensor value = max_kernel("max", x.reshape({-1}), 0, /*keepdim=*/false).values;
+    ctx.save_for_backward({x, value});
+    return value;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grads) {
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& x = saved[0];
+    const Tensor& value = saved[1];
+    // x != x is NaN; where (not a branch on the value) keeps a GPU backward free of a sync.
+    const Tensor is_max = where(ne(value, value), ne(x, x), eq(x, value));
+    const Tensor share = is_max.to(grads[0].dtype());
+    return {mul(share, div(grads[0], share.sum()))};
   }
 };
 
@@ -296,9 +338,7 @@ Tensor mean(const Tensor& x, const Shape& dims, bool keepdim) {
 
 Tensor max(const Tensor& x) {
   check_defined("max", "self", x);
-  MG_CHECK(x.numel() > 0, "max: the input 'self' is empty (shape {}): the maximum of no elements is undefined",
-           shape_str(x.sizes()));
-  return Max::apply(x.reshape({-1}), 0, false);
+  return MaxAll::apply(x);
 }
 
 Tensor max(const Tensor& x, int64_t dim, bool keepdim) {

@@ -5,8 +5,12 @@
 // exponentials accumulates in double. Backward uses the saved output only:
 //   softmax:     dx = y * (g - sum(g * y, dim))
 //   log_softmax: dx = g - exp(y) * sum(g, dim)
-// On the GPU, cuda/softmax.cu has row kernels along the last dim for both directions (the
-// backward fused into one pass over g and y); another dim is moved last by a copy.
+// Each is one fused kernel on either device (cuda/softmax.cu has row kernels along the last
+// dim for both directions, another dim moved last by a copy; the CPU runs the lane loops
+// below), and each is a Function of its own (SoftmaxBackward, LogSoftmaxBackward) whose
+// backward is written with the public ops: softmax is differentiable any number of times.
+// The saved y comes back with its history (its grad_fn is the Softmax node), so a second
+// backward through it reaches x.
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -39,7 +43,8 @@ Tensor softmax_cuda(const Tensor& x, int64_t dim, bool log) {
   return y;
 }
 
-// The backward in one kernel (the composite formula takes four), for any dim the same way.
+// The backward in one kernel (the formula from the public ops takes four), for any dim the
+// same way.
 Tensor softmax_backward_cuda(const Tensor& grad, const Tensor& y, int64_t dim, bool log) {
   if (y.dim() == 0) return softmax_backward_cuda(grad.reshape({1}), y.reshape({1}), 0, log).reshape({});
   const int64_t last = y.dim() - 1;
@@ -84,6 +89,44 @@ void softmax_lanes(const Tensor& x, const Tensor& y, int64_t dim, bool log) {
   });
 }
 
+// grad_input from grad and y along `dim` (wrapped, all three at least 1-D, of one shape,
+// non-empty), any strides (an expanded grad has stride 0). The lane's sum accumulates in
+// double, as the forward's does.
+void softmax_backward_lanes(const Tensor& grad, const Tensor& y, const Tensor& grad_input, int64_t dim, bool log) {
+  Shape lane_starts = y.sizes();
+  lane_starts[static_cast<size_t>(dim)] = 1;
+  const int64_t n = y.size(dim);
+  const int64_t g_step = grad.stride(dim);
+  const int64_t y_step = y.stride(dim);
+  const int64_t out_step = grad_input.stride(dim);
+  dispatch_all(y.dtype(), [&](auto tag) {
+    using scalar_t = decltype(tag);
+    if constexpr (std::is_floating_point_v<scalar_t>) {
+      const scalar_t* pg = grad.data_ptr<scalar_t>();
+      const scalar_t* py = y.data_ptr<scalar_t>();
+      scalar_t* po = grad_input.data_ptr<scalar_t>();
+      for_each_offset<3>(lane_starts, {grad.strides().data(), y.strides().data(), grad_input.strides().data()},
+                         [&](const std::array<int64_t, 3>& o) {
+                           const scalar_t* g = pg + o[0];
+                           const scalar_t* out = py + o[1];
+                           scalar_t* result = po + o[2];
+                           // sum(g * y) for softmax, sum(g) for log_softmax
+                           double total = 0.0;
+                           for (int64_t i = 0; i < n; ++i) {
+                             const double gi = static_cast<double>(g[i * g_step]);
+                             total += log ? gi : gi * static_cast<double>(out[i * y_step]);
+                           }
+                           for (int64_t i = 0; i < n; ++i) {
+                             const double gi = static_cast<double>(g[i * g_step]);
+                             const double yi = static_cast<double>(out[i * y_step]);
+                             const double value = log ? gi - std::exp(yi) * total : yi * (gi - total);
+                             result[i * out_step] = static_cast<scalar_t>(value);
+                           }
+                         });
+    }
+  });
+}
+
 Tensor softmax_kernel(const char* op, const Tensor& x, int64_t dim, bool log) {
   check_floating(op, "self", x);
 #ifdef MINIGRAD_WITH_CUDA
@@ -102,43 +145,120 @@ Tensor softmax_kernel(const char* op, const Tensor& x, int64_t dim, bool log) {
   return y;
 }
 
+// The fused backward on either device. The output is new and contiguous, y's shape and dtype.
+Tensor softmax_backward_kernel(const char* op, const Tensor& grad, const Tensor& y, int64_t dim, bool log) {
+  check_defined(op, "grad_output", grad);
+  check_defined(op, "output", y);
+  check_floating(op, "output", y);
+  check_same_dtype(op, "grad_output", grad, "output", y);
+  check_same_device(op, "grad_output", grad, "output", y);
+  MG_CHECK(grad.sizes() == y.sizes(), "{}: argument 'grad_output' has shape {}, but 'output' has shape {}", op,
+           shape_str(grad.sizes()), shape_str(y.sizes()));
+#ifdef MINIGRAD_WITH_CUDA
+  if (y.device().is_cuda()) return softmax_backward_cuda(grad, y, dim, log);
+#endif
+  check_cpu(op, "output", y);
+  if (is_half(y.dtype())) {
+    const Tensor grad_input = softmax_backward_kernel(op, copy_as(grad, kFloat32, grad.device()),
+                                                      copy_as(y, kFloat32, y.device()), dim, log);
+    return copy_as(grad_input, y.dtype(), y.device());
+  }
+  Tensor grad_input = empty(y.sizes(), TensorOptions(y.dtype()).device(y.device()));
+  if (y.numel() == 0) return grad_input;
+  if (y.dim() == 0)
+    softmax_backward_lanes(grad.reshape({1}), y.reshape({1}), grad_input.reshape({1}), 0, log);
+  else
+    softmax_backward_lanes(grad, y, grad_input, dim, log);
+  return grad_input;
+}
+
+// Along a lane, summed with keepdim (the lane's sum broadcast back over it).
+Tensor lane_sum(const Tensor& t, int64_t dim) { return sum(t, {dim}, /*keepdim=*/true); }
+
+// dx = y * (g - sum(g * y)), from the incoming gradient g and softmax's output y.
+// Its derivatives, for an incoming gradient gg of dx:
+//   d/dg: y * (gg - sum(gg * y)), the same map applied to gg (it is self-adjoint)
+//   d/dy: gg * (g - sum(g * y)) - g * sum(gg * y)
+struct SoftmaxBackward : Function<SoftmaxBackward> {
+  struct State {
+    int64_t dim = 0;
+  };
+  static Tensor forward(Context& ctx, const Tensor& grad, const Tensor& y, int64_t dim) {
+    ctx.state<State>().dim = dim;
+    ctx.save_for_backward({grad, y});
+    return softmax_backward_kernel("softmax_backward", grad, y, dim, /*log=*/false);
+  }
+  static tensor_list backward(Context& ctx, tensor_list grads) {
+    const int64_t dim = ctx.state<State>().dim;
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& g = saved[0];
+    const Tensor& y = saved[1];
+    const Tensor& gg = grads[0];
+    Tensor grad_g, grad_y;
+    if (ctx.needs_input_grad(0)) grad_g = SoftmaxBackward::apply(gg, y, dim);
+    if (ctx.needs_input_grad(1)) grad_y = gg * (g - lane_sum(g * y, dim)) - g * lane_sum(gg * y, dim);
+    return {grad_g, grad_y, Tensor()};
+  }
+};
+
+// dx = g - exp(y) * sum(g), from the incoming gradient g and log_softmax's output y.
+// Its derivatives, for an incoming gradient gg of dx:
+//   d/dg: gg - sum(gg * exp(y))   (the transpose: not the same map)
+//   d/dy: -gg * exp(y) * sum(g)
+struct LogSoftmaxBackward : Function<LogSoftmaxBackward> {
+  struct State {
+    int64_t dim = 0;
+  };
+  static Tensor forward(Context& ctx, const Tensor& grad, const Tensor& y, int64_t dim) {
+    ctx.state<State>().dim = dim;
+    ctx.save_for_backward({grad, y});
+    return softmax_backward_kernel("log_softmax_backward", grad, y, dim, /*log=*/true);
+  }
+  static tensor_list backward(Context& ctx, tensor_list grads) {
+    const int64_t dim = ctx.state<State>().dim;
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& g = saved[0];
+    const Tensor& y = saved[1];
+    const Tensor& gg = grads[0];
+    const Tensor probabilities = exp(y);
+    Tensor grad_g, grad_y;
+    if (ctx.needs_input_grad(0)) grad_g = gg - lane_sum(gg * probabilities, dim);
+    if (ctx.needs_input_grad(1)) grad_y = neg(gg * probabilities * lane_sum(g, dim));
+    return {grad_g, grad_y, Tensor()};
+  }
+};
+
 struct Softmax : Function<Softmax> {
+  struct State {
+    int64_t dim = 0;  // wrapped
+  };
   static Tensor forward(Context& ctx, const Tensor& x, int64_t dim) {
     const int64_t wrapped = wrap_dim(dim, x.dim(), "softmax");
     Tensor y = softmax_kernel("softmax", x, wrapped, /*log=*/false);
     ctx.save_for_backward({y});
-    ctx.saved_data["dim"] = wrapped;
+    ctx.state<State>().dim = wrapped;
     return y;
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
     const Tensor y = ctx.saved_tensors()[0];
-    const Tensor& g = grads[0];
-    const int64_t dim = ctx.saved_data["dim"].toInt();
-#ifdef MINIGRAD_WITH_CUDA
-    if (y.device().is_cuda()) return {softmax_backward_cuda(g, y, dim, /*log=*/false), Tensor()};
-#endif
-    const Tensor g_dot_y = sum(g * y, {dim}, /*keepdim=*/true);
-    return {y * (g - g_dot_y), Tensor()};
+    return {SoftmaxBackward::apply(grads[0], y, ctx.state<State>().dim), Tensor()};
   }
 };
 
 struct LogSoftmax : Function<LogSoftmax> {
+  struct State {
+    int64_t dim = 0;  // wrapped
+  };
   static Tensor forward(Context& ctx, const Tensor& x, int64_t dim) {
     const int64_t wrapped = wrap_dim(dim, x.dim(), "log_softmax");
     Tensor y = softmax_kernel("log_softmax", x, wrapped, /*log=*/true);
     ctx.save_for_backward({y});
-    ctx.saved_data["dim"] = wrapped;
+    ctx.state<State>().dim = wrapped;
     return y;
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
     const Tensor y = ctx.saved_tensors()[0];
-    const Tensor& g = grads[0];
-    const int64_t dim = ctx.saved_data["dim"].toInt();
-#ifdef MINIGRAD_WITH_CUDA
-    if (y.device().is_cuda()) return {softmax_backward_cuda(g, y, dim, /*log=*/true), Tensor()};
-#endif
-    const Tensor g_sum = sum(g, {dim}, /*keepdim=*/true);
-    return {g - exp(y) * g_sum, Tensor()};
+    return {LogSoftmaxBackward::apply(grads[0], y, ctx.state<State>().dim), Tensor()};
   }
 };
 

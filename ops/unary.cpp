@@ -119,28 +119,32 @@ struct Abs : Function<Abs> {
 
 // d/dx x^p = p * x^(p-1). For p = 0 the output is the constant 1 and the gradient is 0,
 // also at x = 0, where the formula would give 0 * 0^-1 = 0 * inf = NaN.
+// The backward is pow again (of p - 1), so the second derivative comes from the same rule.
 struct PowScalar : Function<PowScalar> {
+  struct State {
+    double exponent = 0.0;
+  };
   static Tensor forward(Context& ctx, const Tensor& x, double exponent) {
     Tensor out = unary_float_op("pow", x, elementwise::PowScalar{exponent});
     ctx.save_for_backward({x});
-    ctx.saved_data["exponent"] = exponent;
+    ctx.state<State>().exponent = exponent;
     return out;
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor x = ctx.saved_tensors()[0];
-    const double exponent = ctx.saved_data["exponent"].toDouble();
+    const double exponent = ctx.state<State>().exponent;
     if (exponent == 0.0) return {zeros_like(x), Tensor()};
     return {mul(grad_outputs[0], mul(pow(x, exponent - 1.0), exponent)), Tensor()};
   }
 };
 
 // x^e with both broadcast. d/dx = e * x^(e-1); d/de = x^e * log(x). Two special points,
-// defined as PyTorch defines them:
+// defined as PyTorch defines them (pow_backward_self, pow_backward_exponent):
 // - e = 0: x^0 = 1 is constant in x, so d/dx is 0, also at x = 0 where e * x^(e-1)
 //   would be 0 * inf = NaN.
-// - x = 0: log(0) = -inf, but 0^e is flat in e for e > 0 and the exponent's gradient is
-//   taken as 0 for e >= 0. Replacing log(0) by 0 does that (x^e is 0 or 1 there, finite),
-//   while e < 0 (x^e = inf) still gives NaN.
+// - x = 0 and e >= 0: log(0) = -inf, but 0^e is flat in e for e > 0 (and 0^0 = 1 is taken
+//   as flat too): d/de is 0 there, not 0 * -inf = NaN. For e < 0 the formula stands:
+//   x^e * log(x) = inf * -inf = -inf.
 struct PowTensor : Function<PowTensor> {
   static Tensor forward(Context& ctx, const Tensor& x, const Tensor& exponent) {
     // Checked here first so the messages call the second argument 'exponent', not 'other'.
@@ -163,8 +167,11 @@ struct PowTensor : Function<PowTensor> {
       grad_x = sum_to(mul(grad, slope), x.sizes());
     }
     if (ctx.needs_input_grad(1)) {
-      const Tensor log_x_or_zero = keep_where(ne(x, 0.0), log(x));
-      grad_exponent = sum_to(mul(grad, mul(out, log_x_or_zero)), exponent.sizes());
+      // where((x == 0) & (e >= 0), 0, grad * x^e * log(x)), the & as two nested wheres.
+      const Tensor by_formula = mul(grad, mul(out, log(x)));
+      const Tensor zero = zeros({}, TensorOptions(by_formula.dtype()).device(by_formula.device()));
+      const Tensor at_zero_base = where(ge(exponent, 0.0), zero, by_formula);
+      grad_exponent = sum_to(where(eq(x, 0.0), at_zero_base, by_formula), exponent.sizes());
     }
     return {grad_x, grad_exponent};
   }
@@ -172,18 +179,22 @@ struct PowTensor : Function<PowTensor> {
 
 // clamp(x) = min(max(x, lo), hi) (NaN stays NaN). The gradient passes where lo <= x <= hi.
 struct Clamp : Function<Clamp> {
+  struct State {
+    double min = 0.0;
+    double max = 0.0;
+  };
   static Tensor forward(Context& ctx, const Tensor& x, double min, double max) {
     Tensor out = unary_float_op("clamp", x, elementwise::Clamp{min, max});
     ctx.save_for_backward({x});
-    ctx.saved_data["min"] = min;
-    ctx.saved_data["max"] = max;
+    ctx.state<State>() = {min, max};
     return out;
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor x = ctx.saved_tensors()[0];
     const Tensor& grad = grad_outputs[0];
-    const Tensor above_min = ge(x, ctx.saved_data["min"].toDouble());
-    const Tensor below_max = le(x, ctx.saved_data["max"].toDouble());
+    const State& s = ctx.state<State>();
+    const Tensor above_min = ge(x, s.min);
+    const Tensor below_max = le(x, s.max);
     return {keep_where(above_min, keep_where(below_max, grad)), Tensor(), Tensor()};
   }
 };

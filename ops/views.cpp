@@ -1,7 +1,9 @@
 // Views: tensors over their input's storage (sharing its version counter) that differ only
 // in sizes, strides and offset. Each view is a Function whose forward is one as_strided call
-// and whose backward maps the gradient back onto the input's shape. The public member
-// functions check the arguments and compute the new geometry; the Functions only apply it.
+// and whose backward maps the gradient back onto the input's shape with Functions again
+// (reshape, transpose, permute, sum_to, and the SliceBackward/SelectBackward pair), so every
+// view is twice differentiable. The public member functions check the arguments and
+// compute the new geometry; the Functions only apply it.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -21,7 +23,7 @@ namespace {
 Shape infer_size(const char* op, const Shape& shape, int64_t numel) {
   Shape sizes = shape;
   int64_t inferred_dim = -1;
-  int64_t known_numel = 1;
+  Shape known_sizes;  // every size but the -1
   for (size_t d = 0; d < shape.size(); ++d) {
     if (shape[d] == -1) {
       MG_CHECK(inferred_dim < 0, "{}: only one dimension can be inferred (-1) in the argument 'shape' {}", op,
@@ -30,9 +32,12 @@ Shape infer_size(const char* op, const Shape& shape, int64_t numel) {
     } else {
       MG_CHECK(shape[d] >= 0, "{}: invalid size {} at dimension {} of the argument 'shape' {}", op, shape[d], d,
                shape_str(shape));
-      known_numel *= shape[d];
+      known_sizes.push_back(shape[d]);
     }
   }
+  // Sizes whose product overflows int64 are an error here, before the product could wrap
+  // around to a count that happens to match numel.
+  const int64_t known_numel = checked_numel(known_sizes, op);
   if (inferred_dim >= 0) {
     MG_CHECK(known_numel != 0,
              "{}: cannot infer the -1 in the argument 'shape' {}: with the other sizes multiplying to 0, any "
@@ -98,12 +103,15 @@ std::optional<Shape> view_strides(const Shape& sizes, const Shape& strides, cons
 // is a view), squeeze and unsqueeze. One template, so each still has its own name on the tape.
 template <class Derived>
 struct ReshapingView : Function<Derived> {
+  struct State {
+    Shape input_sizes;
+  };
   static Tensor forward(Context& ctx, const Tensor& x, const Shape& sizes, const Shape& strides) {
-    ctx.saved_data["input_sizes"] = x.sizes();
+    ctx.state<State>().input_sizes = x.sizes();
     return as_strided(x, sizes, strides, x.storage_offset());
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    return {grads[0].reshape(ctx.saved_data["input_sizes"].toShape()), Tensor(), Tensor()};
+    return {grads[0].reshape(ctx.state<State>().input_sizes), Tensor(), Tensor()};
   }
 };
 struct View : ReshapingView<View> {};
@@ -111,22 +119,31 @@ struct Squeeze : ReshapingView<Squeeze> {};
 struct Unsqueeze : ReshapingView<Unsqueeze> {};
 
 struct Transpose : Function<Transpose> {
-  // dim0 and dim1 are wrapped.
+  struct State {
+    int64_t dim0 = 0, dim1 = 0;
+  };
+  // dim0 and dim1 are wrapped. Equal dims (always the case for a 0-d tensor, which has no
+  // sizes to swap) give an alias of x, as in PyTorch.
   static Tensor forward(Context& ctx, const Tensor& x, int64_t dim0, int64_t dim1) {
     Shape sizes = x.sizes();
     Shape strides = x.strides();
-    std::swap(sizes[static_cast<size_t>(dim0)], sizes[static_cast<size_t>(dim1)]);
-    std::swap(strides[static_cast<size_t>(dim0)], strides[static_cast<size_t>(dim1)]);
-    ctx.saved_data["dim0"] = dim0;
-    ctx.saved_data["dim1"] = dim1;
+    if (dim0 != dim1) {
+      std::swap(sizes[static_cast<size_t>(dim0)], sizes[static_cast<size_t>(dim1)]);
+      std::swap(strides[static_cast<size_t>(dim0)], strides[static_cast<size_t>(dim1)]);
+    }
+    ctx.state<State>() = {dim0, dim1};
     return as_strided(x, sizes, strides, x.storage_offset());
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    return {grads[0].transpose(ctx.saved_data["dim0"].toInt(), ctx.saved_data["dim1"].toInt()), Tensor(), Tensor()};
+    const auto& s = ctx.state<State>();
+    return {grads[0].transpose(s.dim0, s.dim1), Tensor(), Tensor()};
   }
 };
 
 struct Permute : Function<Permute> {
+  struct State {
+    Shape dims;
+  };
   // dims is a permutation of x's dims, wrapped: output dim i is input dim dims[i].
   static Tensor forward(Context& ctx, const Tensor& x, const Shape& dims) {
     Shape sizes(dims.size());
@@ -135,11 +152,11 @@ struct Permute : Function<Permute> {
       sizes[i] = x.size(dims[i]);
       strides[i] = x.stride(dims[i]);
     }
-    ctx.saved_data["dims"] = dims;
+    ctx.state<State>().dims = dims;
     return as_strided(x, sizes, strides, x.storage_offset());
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const Shape& dims = ctx.saved_data["dims"].toShape();
+    const Shape& dims = ctx.state<State>().dims;
     Shape inverse(dims.size());
     for (size_t i = 0; i < dims.size(); ++i) inverse[static_cast<size_t>(dims[i])] = static_cast<int64_t>(i);
     return {grads[0].permute(inverse), Tensor()};
@@ -147,68 +164,104 @@ struct Permute : Function<Permute> {
 };
 
 struct Expand : Function<Expand> {
+  struct State {
+    Shape input_sizes;
+  };
   static Tensor forward(Context& ctx, const Tensor& x, const Shape& sizes, const Shape& strides) {
-    ctx.saved_data["input_sizes"] = x.sizes();
+    ctx.state<State>().input_sizes = x.sizes();
     return as_strided(x, sizes, strides, x.storage_offset());
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    return {sum_to(grads[0], ctx.saved_data["input_sizes"].toShape()), Tensor(), Tensor()};
+    return {sum_to(grads[0], ctx.state<State>().input_sizes), Tensor(), Tensor()};
   }
 };
 
-// The gradient of a slice or select: zeros of the input's shape, with the gradient
-// written into the part the view read.
-template <typename MakeView>
-Tensor scatter_into_zeros(const Tensor& grad, const Shape& input_sizes, MakeView make_view) {
-  Tensor grad_input = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
-  copy_into(make_view(grad_input), grad);
-  return grad_input;
+// The gradients of slice and select: zeros of the input's shape, with the incoming
+// gradient written into the part the view read. Writing into zeros is no op the tape
+// knows, so each is a Function of its own; its backward is the view itself, taken of the
+// incoming gradient (only the written part of the zeros depended on it), which makes slice
+// and select twice differentiable.
+struct SliceBackward : Function<SliceBackward> {
+  struct State {
+    int64_t dim = 0, start = 0, end = 0, step = 1;
+  };
+  // The slice arguments as Slice got them: normalized, so slicing with them again is exact.
+  static Tensor forward(Context& ctx, const Tensor& grad, const Shape& input_sizes, int64_t dim, int64_t start,
+                        int64_t end, int64_t step) {
+    ctx.state<State>() = {dim, start, end, step};
+    Tensor grad_input = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
+    copy_into(grad_input.slice(dim, start, end, step), grad);
+    return grad_input;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grads) {
+    const auto& s = ctx.state<State>();
+    return {grads[0].slice(s.dim, s.start, s.end, s.step), Tensor(), Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+struct SelectBackward : Function<SelectBackward> {
+  struct State {
+    int64_t dim = 0, index = 0;
+  };
+  static Tensor forward(Context& ctx, const Tensor& grad, const Shape& input_sizes, int64_t dim, int64_t index) {
+    ctx.state<State>() = {dim, index};
+    Tensor grad_input = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
+    copy_into(grad_input.select(dim, index), grad);
+    return grad_input;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grads) {
+    const auto& s = ctx.state<State>();
+    return {grads[0].select(s.dim, s.index), Tensor(), Tensor(), Tensor()};
+  }
+};
+
+// Elements a slice of `start`, `end`, `step` (0 <= start <= end, step >= 1) reads. Written
+// so that nothing overflows: (end - start + step - 1) / step does for a step near INT64_MAX.
+int64_t slice_length(int64_t start, int64_t end, int64_t step) {
+  return start == end ? 0 : (end - start - 1) / step + 1;
 }
 
 struct Slice : Function<Slice> {
+  struct State {
+    Shape input_sizes;
+    int64_t dim = 0, start = 0, end = 0, step = 1;
+  };
   // dim is wrapped, 0 <= start <= end <= size, step >= 1.
   static Tensor forward(Context& ctx, const Tensor& x, int64_t dim, int64_t start, int64_t end, int64_t step) {
     Shape sizes = x.sizes();
     Shape strides = x.strides();
     const size_t d = static_cast<size_t>(dim);
-    sizes[d] = (end - start + step - 1) / step;
-    strides[d] = x.stride(dim) * step;
-    ctx.saved_data["input_sizes"] = x.sizes();
-    ctx.saved_data["dim"] = dim;
-    ctx.saved_data["start"] = start;
-    ctx.saved_data["end"] = end;
-    ctx.saved_data["step"] = step;
+    sizes[d] = slice_length(start, end, step);
+    // With two elements or more, step < size and stride * step stays inside the storage's
+    // range; with fewer the stride is never stepped over, and stride * step could overflow.
+    if (sizes[d] > 1) strides[d] = x.stride(dim) * step;
+    ctx.state<State>() = {x.sizes(), dim, start, end, step};
     return as_strided(x, sizes, strides, x.storage_offset() + start * x.stride(dim));
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const int64_t dim = ctx.saved_data["dim"].toInt();
-    const int64_t start = ctx.saved_data["start"].toInt();
-    const int64_t end = ctx.saved_data["end"].toInt();
-    const int64_t step = ctx.saved_data["step"].toInt();
-    Tensor grad_input = scatter_into_zeros(grads[0], ctx.saved_data["input_sizes"].toShape(),
-                                           [&](const Tensor& z) { return z.slice(dim, start, end, step); });
-    return {grad_input, Tensor(), Tensor(), Tensor(), Tensor()};
+    const auto& s = ctx.state<State>();
+    return {SliceBackward::apply(grads[0], s.input_sizes, s.dim, s.start, s.end, s.step), Tensor(), Tensor(),
+            Tensor(), Tensor()};
   }
 };
 
 struct Select : Function<Select> {
+  struct State {
+    Shape input_sizes;
+    int64_t dim = 0, index = 0;
+  };
   // dim is wrapped, 0 <= index < size.
   static Tensor forward(Context& ctx, const Tensor& x, int64_t dim, int64_t index) {
     Shape sizes = x.sizes();
     Shape strides = x.strides();
     sizes.erase(sizes.begin() + dim);
     strides.erase(strides.begin() + dim);
-    ctx.saved_data["input_sizes"] = x.sizes();
-    ctx.saved_data["dim"] = dim;
-    ctx.saved_data["index"] = index;
+    ctx.state<State>() = {x.sizes(), dim, index};
     return as_strided(x, sizes, strides, x.storage_offset() + index * x.stride(dim));
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const int64_t dim = ctx.saved_data["dim"].toInt();
-    const int64_t index = ctx.saved_data["index"].toInt();
-    Tensor grad_input = scatter_into_zeros(grads[0], ctx.saved_data["input_sizes"].toShape(),
-                                           [&](const Tensor& z) { return z.select(dim, index); });
-    return {grad_input, Tensor(), Tensor()};
+    const auto& s = ctx.state<State>();
+    return {SelectBackward::apply(grads[0], s.input_sizes, s.dim, s.index), Tensor(), Tensor()};
   }
 };
 
@@ -267,6 +320,7 @@ Tensor Tensor::permute(const Shape& dims) const {
 
 Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) const {
   check_defined("slice", "self", *this);
+  MG_CHECK(this->dim() > 0, "slice: cannot be applied to a 0-d tensor 'self': it has no dimension to slice");
   const int64_t d = wrap_dim(dim, this->dim(), "slice");
   MG_CHECK(step >= 1, "slice: the argument 'step' must be positive, got {}", step);
   // Negative bounds count from the end; out-of-range bounds clamp, as in Python slicing.
@@ -280,6 +334,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
 
 Tensor Tensor::select(int64_t dim, int64_t index) const {
   check_defined("select", "self", *this);
+  MG_CHECK(this->dim() > 0, "select: cannot be applied to a 0-d tensor 'self': it has no dimension to select from");
   const int64_t d = wrap_dim(dim, this->dim(), "select");
   const int64_t size = this->size(d);
   MG_CHECK(index >= -size && index < size, "select: index {} is out of range for dimension {} with size {}", index, d,
@@ -316,6 +371,7 @@ Tensor Tensor::expand(const Shape& sizes) const {
     new_sizes[i] = target;
     new_strides[i] = target == old_size ? stride(d - leading) : 0;
   }
+  checked_numel(new_sizes, "expand");  // a view of more elements than int64 counts is refused
   return Expand::apply(*this, new_sizes, new_strides);
 }
 

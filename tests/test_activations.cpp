@@ -1,10 +1,12 @@
-// The seed's activations as Functions: ReLU (ops/relu.cpp) and GELU (ops/gelu.cpp).
+// The activations as Functions: ReLU (ops/relu.cpp) and GELU (ops/gelu.cpp), their
+// backward Functions (ReluBackward, GeluBackward) and the derivatives beyond the first.
 //
 // GELU is also checked against its composite twin: the same formula built from primitive
 // ops (mul, add, erf; tanh, pow) and differentiated by the tape. The fused Function must
 // agree with it in value and in gradient.
 #include <cmath>
 #include <limits>
+#include <string>
 
 #include "tests/elementwise_test_helpers.h"
 
@@ -46,6 +48,50 @@ Tensor gelu_tanh_composite(const Tensor& x) {
 
 Tensor gelu_exact(const Tensor& x) { return gelu(x, GeluApproximation::None); }
 Tensor gelu_tanh(const Tensor& x) { return gelu(x, GeluApproximation::Tanh); }
+
+// gelu''(x) for both forms, on plain doubles. Exact: phi(x) (2 - x^2). Tanh: the tanh
+// form's x * s(x) with s = (1 + tanh(u)) / 2 written through tanh this time, differentiated
+// twice by hand: s' = (1 - t^2) u' / 2, s'' = ((1 - t^2) u'' - 2 t (1 - t^2) u'^2) / 2, and
+// (x s)'' = 2 s' + x s''.
+double gelu_exact_second_derivative_reference(double v) {
+  return std::exp(-0.5 * v * v) / std::sqrt(2.0 * kPi) * (2.0 - v * v);
+}
+double gelu_tanh_second_derivative_reference(double v) {
+  const double c = std::sqrt(2.0 / kPi);
+  const double t = std::tanh(c * (v + 0.044715 * v * v * v));
+  const double du = c * (1.0 + 3.0 * 0.044715 * v * v);
+  const double d2u = c * 6.0 * 0.044715 * v;
+  const double ds = 0.5 * (1.0 - t * t) * du;
+  const double d2s = 0.5 * ((1.0 - t * t) * d2u - 2.0 * t * (1.0 - t * t) * du * du);
+  return 2.0 * ds + v * d2s;
+}
+
+// The gradient of op at x for the incoming gradient g, recorded (create_graph): the output
+// of op's backward Function, a function of x and of g. Under gradcheck's finite differences
+// (run without grad mode, on plain tensors) x becomes a leaf again and grad mode is turned on
+// for the call, so the recorded gradient is computed the same way in both passes.
+Tensor recorded_gradient(const UnaryOp& op, const Tensor& x, const Tensor& g) {
+  AutoGradMode enable(true);
+  const Tensor input = x.requires_grad() ? x : x.detach().requires_grad_();
+  return autograd::grad({op(input)}, {input}, {g}, std::nullopt, /*create_graph=*/true)[0];
+}
+
+// The checks of a twice-differentiable activation, on x and on the same values laid out
+// non-contiguously: gradcheck of its backward Function in both arguments (x and the
+// incoming gradient), gradgradcheck of the op, and gradgradcheck of the backward itself
+// (third derivatives: the backward's backward is built from differentiable ops too).
+void check_higher_derivatives(const UnaryOp& op, const Tensor& x64) {
+  for (const Tensor& x : {x64, noncontiguous_copy(x64)}) {
+    const Tensor g = randn64(x.sizes());
+    auto backward_fn = [&](const tensor_list& in) { return recorded_gradient(op, in[0], in[1]); };
+    CHECK_GRADCHECK(backward_fn, (tensor_list{leaf(x), leaf(g)}));
+    CHECK_GRADGRADCHECK([&](const tensor_list& in) { return op(in[0]); }, tensor_list{leaf(x)});
+    CHECK_GRADGRADCHECK(backward_fn, (tensor_list{leaf(x), leaf(g)}));
+  }
+}
+
+// The name of the Function that recorded t (its grad_fn), "" for none.
+std::string recorded_by(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : std::string(); }
 
 }  // namespace
 
@@ -143,12 +189,14 @@ TEST_CASE("gelu: float32 agrees with float64; half types run through float; NaN 
   CHECK_ALLCLOSE(gelu_exact(x.to(kFloat32)), gelu_exact(x), 1e-5, 1e-6);
   CHECK_ALLCLOSE(gelu_tanh(x.to(kFloat32)), gelu_tanh(x), 1e-5, 1e-6);
   const Tensor specials = from_vector<double>({kNaN, kInf, -kInf}, {3});
-  // gelu(inf) = inf, gelu(-inf) = -inf * 0 = NaN in the formula; both forms do the same as the twin.
-  CHECK_ALLCLOSE(gelu_exact(specials), gelu_exact_composite(specials), 0.0, 0.0);
-  CHECK_ALLCLOSE(gelu_tanh(specials), gelu_tanh_composite(specials), 0.0, 0.0);
+  // gelu(NaN) = NaN, gelu(inf) = inf, and gelu(-inf) = 0, the limit (the composite twin's
+  // -inf * 0 is NaN there).
+  const Tensor expected = from_vector<double>({kNaN, kInf, 0.0}, {3});
+  CHECK_ALLCLOSE(gelu_exact(specials), expected, 0.0, 0.0);
+  CHECK_ALLCLOSE(gelu_tanh(specials), expected, 0.0, 0.0);
 
   for (DType dt : {kFloat16, kBFloat16}) {
-    INFO("dtype: " << dtype_name(dt));
+    INFO("dtype: " << std::string(dtype_name(dt)));
     Tensor h = leaf(x.to(dt));
     gelu_exact(h).sum().backward();
     CHECK(h.grad().dtype() == dt);
@@ -171,4 +219,177 @@ TEST_CASE("gelu: empty tensors, integer input refused, the approximation is kept
   Tensor x_twin = from_vector<double>({1.5}, {1}).requires_grad_();
   gelu_tanh_composite(x_twin).sum().backward();
   CHECK_ALLCLOSE(x.grad(), x_twin.grad(), 1e-12, 1e-14);
+}
+
+// ---------------------------------------------------------------------------------------
+// higher derivatives: each backward is a Function of its own, built from differentiable ops
+
+TEST_CASE("relu: NaN inputs pass the gradient, as PyTorch's threshold_backward does") {
+  // 0 where x <= 0 (exactly 0 included), the incoming gradient elsewhere: NaN <= 0 is false.
+  Tensor x = from_vector<double>({kNaN, -1.0, 0.0, -0.0, 2.0, kInf, -kInf}, {7}).requires_grad_();
+  const Tensor upstream = from_vector<double>({3.0, 3.0, 3.0, 3.0, 3.0, 3.0, 3.0}, {7});
+  relu(x).backward(upstream);
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{3, 0, 0, 0, 3, 3, 0});
+  // An Inf or NaN gradient where x < 0 still gives 0, not Inf * 0.
+  Tensor y = from_vector<double>({-1.0, -2.0, 1.0}, {3}).requires_grad_();
+  relu(y).backward(from_vector<double>({kInf, kNaN, kNaN}, {3}));
+  const std::vector<double> grad = y.grad().to_vector<double>();
+  CHECK(grad[0] == 0.0);
+  CHECK(grad[1] == 0.0);
+  CHECK(std::isnan(grad[2]));
+  // Every floating dtype takes the same rule.
+  for (DType dt : {kFloat32, kFloat16, kBFloat16}) {
+    INFO("dtype: " << std::string(dtype_name(dt)));
+    Tensor h = from_vector<double>({kNaN, -1.0, 2.0}, {3}).to(dt).requires_grad_();
+    relu(h).sum().backward();
+    CHECK(h.grad().to_vector<double>() == std::vector<double>{1, 0, 1});
+  }
+}
+
+TEST_CASE("relu: the backward is the ReluBackward Function; second derivatives by gradcheck") {
+  manual_seed(30);
+  const Tensor values = reference_map(randn64({3, 4}), [](double v) { return away_from_kinks(v, {0.0}); });
+  Tensor x = leaf(values);
+  const Tensor g = randn64({3, 4});
+  const Tensor dx = autograd::grad({relu(x)}, {x}, {g}, std::nullopt, /*create_graph=*/true)[0];
+  CHECK(recorded_by(dx).find("ReluBackward") != std::string::npos);
+  // d/dx of the gradient is 0 (relu is piecewise linear), and d/dg is the same mask.
+  Tensor g_leaf = leaf(g);
+  Tensor x2 = leaf(values);
+  const Tensor dx2 = autograd::grad({relu(x2)}, {x2}, {g_leaf}, std::nullopt, true)[0];
+  const tensor_list second = autograd::grad({dx2.sum()}, {x2, g_leaf});
+  CHECK_ALLCLOSE(second[0], zeros({3, 4}, kFloat64), 0.0, 0.0);
+  CHECK_ALLCLOSE(second[1], reference_map(values, [](double v) { return v > 0 ? 1.0 : 0.0; }), 0.0, 0.0);
+  check_higher_derivatives(relu, values);
+}
+
+TEST_CASE("gelu: the backward is the GeluBackward Function; second and third derivatives by gradcheck") {
+  manual_seed(31);
+  for (const UnaryOp& op : {UnaryOp(gelu_exact), UnaryOp(gelu_tanh)}) {
+    Tensor x = leaf(randn64({3, 4}) * 2.0);
+    const Tensor dx = autograd::grad({op(x)}, {x}, {randn64({3, 4})}, std::nullopt, /*create_graph=*/true)[0];
+    CHECK(recorded_by(dx).find("GeluBackward") != std::string::npos);
+    check_higher_derivatives(op, randn64({3, 4}) * 2.0);
+  }
+}
+
+TEST_CASE("gelu: second derivative values of both forms, the tails and the infinities included") {
+  manual_seed(32);
+  const Tensor random = randn64({3, 4}) * 3.0;
+  const Tensor tails = from_vector<double>({-60.0, -45.0, -30.0, -12.0, -6.0, 6.0, 12.0, 30.0, 45.0, 60.0}, {10});
+  const std::vector<std::pair<UnaryOp, ScalarFn>> cases = {
+      {gelu_exact, gelu_exact_second_derivative_reference}, {gelu_tanh, gelu_tanh_second_derivative_reference}};
+  for (const auto& [op, reference] : cases) {
+    for (const Tensor& values : {random, tails}) {
+      Tensor x = leaf(values);
+      const Tensor dx = autograd::grad({op(x).sum()}, {x}, {}, std::nullopt, true)[0];
+      const Tensor d2x = autograd::grad({dx.sum()}, {x})[0];
+      CHECK_ALLCLOSE(d2x, reference_map(values, reference), 1e-10, 1e-12);
+    }
+    // At +-inf the second derivative is 0, its limit (clamped inputs, not inf * 0), and a
+    // NaN input gives NaN.
+    Tensor specials = from_vector<double>({kInf, -kInf, kNaN}, {3}).requires_grad_();
+    const Tensor dx = autograd::grad({op(specials).sum()}, {specials}, {}, std::nullopt, true)[0];
+    const std::vector<double> d2x = autograd::grad({dx.sum()}, {specials})[0].to_vector<double>();
+    CHECK(d2x[0] == 0.0);
+    CHECK(d2x[1] == 0.0);
+    CHECK(std::isnan(d2x[2]));
+  }
+}
+
+TEST_CASE("relu and gelu backward Functions: empty, non-contiguous and half-type inputs") {
+  manual_seed(33);
+  const std::vector<UnaryOp> ops = {relu, gelu_exact, gelu_tanh};
+  for (const UnaryOp& op : ops) {
+    // Empty: the second derivative of an empty tensor is empty.
+    Tensor empty_input = zeros({0, 3}, kFloat64).requires_grad_();
+    const Tensor dx = autograd::grad({op(empty_input).sum()}, {empty_input}, {}, std::nullopt, true)[0];
+    CHECK(dx.sizes() == Shape{0, 3});
+    const Tensor d2x = autograd::grad({dx.sum()}, {empty_input}, {}, std::nullopt, false, /*allow_unused=*/true)[0];
+    CHECK((!d2x.defined() || d2x.sizes() == Shape{0, 3}));
+
+    // float16 and bfloat16: the double backward runs in the dtype and lands near float64's.
+    const Tensor values = reference_map(randn64({4, 5}), [](double v) { return away_from_kinks(v, {0.0}); });
+    Tensor x64 = leaf(values);
+    const Tensor g64 = autograd::grad({op(x64).sum()}, {x64}, {}, std::nullopt, true)[0];
+    const Tensor h64 = autograd::grad({(g64 * g64).sum()}, {x64})[0];
+    for (DType dt : {kFloat16, kBFloat16}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      Tensor xh = leaf(values.to(dt));
+      const Tensor gh = autograd::grad({op(xh).sum()}, {xh}, {}, std::nullopt, true)[0];
+      CHECK(gh.dtype() == dt);
+      const Tensor hh = autograd::grad({(gh * gh).sum()}, {xh})[0];
+      CHECK(hh.dtype() == dt);
+      CHECK_ALLCLOSE(hh.to(kFloat64), h64, 5e-2, 5e-2);
+    }
+
+    // A non-contiguous incoming gradient (an expand, as sum() hands back) and a transposed x.
+    Tensor xt = leaf(noncontiguous_copy(values));
+    const Tensor expanded = ones({1, 1}, kFloat64).expand({4, 5});
+    const Tensor gt_ = autograd::grad({op(xt)}, {xt}, {expanded}, std::nullopt, true)[0];
+    CHECK_ALLCLOSE(gt_, g64, 1e-12, 1e-14);
+  }
+}
+
+TEST_CASE("gelu at the infinities and in the far tails: the limits, not NaN, in every floating dtype") {
+  // gelu(-inf) = 0, gelu(inf) = inf; gelu'(-inf) = 0, gelu'(inf) = 1. The tanh form's
+  // derivative below x ~ -10.7 (float) or -21.5 (double) once computed exp(-2u) = inf, then
+  // inf * 0 = NaN; huge |x| overflowed x * u'(x). Now both tails give the limits.
+  const std::vector<double> xs = {-kInf, -1e30, -1e13, -1e5, -60.0, -30.0, -21.6, -15.0, -10.8, -10.0,
+                                  10.0,  15.0,  30.0,  1e5,  1e13,  1e30,  kInf};
+  const std::vector<std::pair<const char*, UnaryOp>> forms = {{"exact", gelu_exact}, {"tanh", gelu_tanh}};
+  for (const auto& [name, op] : forms) {
+    INFO("form: " << std::string(name));
+    for (DType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      Tensor x = from_vector<double>(xs, {static_cast<int64_t>(xs.size())}).to(dt).requires_grad_();
+      const Tensor y = op(x);
+      y.sum().backward();
+      const std::vector<double> in = x.to_vector<double>();  // as rounded to the dtype
+      const std::vector<double> out = y.to_vector<double>();
+      const std::vector<double> slope = x.grad().to_vector<double>();
+      for (size_t i = 0; i < in.size(); ++i) {
+        INFO("x = " << in[i]);
+        if (in[i] < 0) {
+          // At x = -10 the true values are -7.6e-23 and -7.6e-22; beyond, smaller still.
+          CHECK(std::abs(out[i]) < 1e-20);
+          CHECK(std::abs(slope[i]) < 1e-20);
+          if (in[i] < -1e4) {
+            CHECK(out[i] == 0.0);
+            CHECK(slope[i] == 0.0);
+          }
+        } else {
+          CHECK(out[i] == in[i]);  // x * Phi(x) with Phi(x) = 1 exactly at these x
+          CHECK(slope[i] == 1.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gelu: the tanh form's derivative is continuous where exp(-2u) overflows") {
+  // Just above and below x ~ -10.7 in float and -21.5 in double, the derivative is tiny and
+  // matches the double reference (long double where float64 itself underflows).
+  auto tanh_derivative = [](long double v) {
+    const long double c = std::sqrt(2.0L / 3.14159265358979323846L);
+    const long double u = c * (v + 0.044715L * v * v * v);
+    const long double s = 1.0L / (1.0L + std::exp(-2.0L * u));
+    const long double w = s * (std::exp(-2.0L * u) * s);
+    return static_cast<double>(s + v * w * 2.0L * c * (1.0L + 3.0L * 0.044715L * v * v));
+  };
+  for (const auto& [dt, points] : std::vector<std::pair<DType, std::vector<double>>>{
+           {kFloat32, {-10.5, -10.6, -10.7, -10.75, -10.8, -11.0}}, {kFloat64, {-21.0, -21.4, -21.5, -21.6, -22.0}}}) {
+    INFO("dtype: " << std::string(dtype_name(dt)));
+    Tensor x = from_vector<double>(points, {static_cast<int64_t>(points.size())}).to(dt).requires_grad_();
+    gelu_tanh(x).sum().backward();
+    const std::vector<double> in = x.to_vector<double>();
+    const std::vector<double> slope = x.grad().to_vector<double>();
+    for (size_t i = 0; i < in.size(); ++i) {
+      INFO("x = " << in[i]);
+      CHECK(std::isfinite(slope[i]));
+      const double expected = tanh_derivative(in[i]);
+      // The float kernel's smallest results are denormal or flushed: an absolute tolerance.
+      CHECK(std::abs(slope[i] - expected) <= 1e-3 * std::abs(expected) + (dt == kFloat32 ? 1e-37 : 1e-300));
+    }
+  }
 }

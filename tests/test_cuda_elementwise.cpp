@@ -546,3 +546,122 @@ TEST_CASE("cuda relu and gelu backward: one kernel over (grad, x), at the kinks 
   relu(seed).sum().backward();
   CHECK(seed.grad().to_vector<double>() == std::vector<double>{1, 0, 1});
 }
+
+TEST_CASE("cuda gelu at the infinities and in the far tails: the CPU's limits, not NaN, in every dtype" *
+          doctest::skip(!cuda_is_available())) {
+  // gelu(-inf) = 0, gelu'(-inf) = 0, gelu'(inf) = 1; the tanh form's derivative where exp(-2u)
+  // overflows (x below -10.7 in float, -21.5 in double) and where x * u'(x) does (|x| ~ 1e12
+  // in float). The GPU's float formulas flush denormals to 0, the CPU's keep them: an
+  // absolute tolerance far below any normal float.
+  const std::vector<double> xs = {-kInf, -1e30, -1e13, -1e5, -60.0, -30.0, -21.6, -21.4, -15.0, -10.8,
+                                  -10.6, -10.0, 10.0,  15.0, 30.0,  1e5,   1e13,  1e30,  kInf,  kNaN};
+  const Tensor x = from_vector<double>(xs, {static_cast<int64_t>(xs.size())});
+  const std::vector<std::pair<const char*, UnaryOp>> forms = {
+      {"gelu", [](const Tensor& t) { return gelu(t); }},
+      {"gelu tanh", [](const Tensor& t) { return gelu(t, GeluApproximation::Tanh); }}};
+  for (const auto& [name, op] : forms) {
+    INFO("op: " << std::string(name));
+    for (DType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      Tensor x_gpu = leaf(x.to(dt).to(kGpu));
+      Tensor x_cpu = leaf(x.to(dt).to(reference_dtype(dt)));
+      const Tensor y_gpu = op(x_gpu);
+      const Tensor y_cpu = op(x_cpu);
+      y_gpu.sum().backward();
+      y_cpu.sum().backward();
+      // A half-type result is the float result rounded once: compared with the CPU's float
+      // result rounded the same way, within an ulp (the GPU's exp2 is approximate). Tiny
+      // tail values become 0 in float16 on both sides.
+      const double rtol = dt == kBFloat16 ? 1e-2 : dt == kFloat16 ? 2e-3 : 1e-5;
+      CHECK_ALLCLOSE(y_gpu, is_half(dt) ? y_cpu.to(dt) : y_cpu, rtol, 1e-30);
+      CHECK_ALLCLOSE(x_gpu.grad(), is_half(dt) ? x_cpu.grad().to(dt) : x_cpu.grad(), rtol, 1e-30);
+      const std::vector<double> y = y_gpu.to_vector<double>();
+      const std::vector<double> slope = x_gpu.grad().to_vector<double>();
+      CHECK(y.front() == 0.0);
+      CHECK(slope.front() == 0.0);
+      CHECK(y[y.size() - 2] == kInf);
+      CHECK(slope[slope.size() - 2] == 1.0);
+      for (size_t i = 0; i + 1 < xs.size(); ++i) CHECK(std::isfinite(slope[i]));
+      CHECK(std::isnan(y.back()));
+      CHECK(std::isnan(slope.back()));
+    }
+  }
+}
+
+TEST_CASE("cuda relu backward: a NaN input passes the gradient, as on the CPU" * doctest::skip(!cuda_is_available())) {
+  for (DType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+    INFO("dtype: " << std::string(dtype_name(dt)));
+    Tensor x = leaf(from_vector<double>({kNaN, -1.0, 0.0, 2.0, kInf, -kInf}, {6}).to(dt).to(kGpu));
+    relu(x).backward(full({6}, 3.0, TensorOptions(dt).device(kGpu)));
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{3, 0, 0, 3, 3, 0});
+  }
+}
+
+TEST_CASE("cuda double backward: relu, gelu and every differentiable elementwise op by gradgradcheck" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(109);
+  for (const UnaryCase& c : unary_cases()) {
+    INFO("op: " << std::string(c.label));
+    const Tensor x = reference_map(randn64({3, 4}), c.domain);
+    auto fn = [&](const tensor_list& in) { return c.op(in[0]); };
+    CHECK_GRADGRADCHECK(fn, tensor_list{leaf(x.to(kGpu))});
+    CHECK_GRADGRADCHECK(fn, tensor_list{leaf(x.to(kGpu).t().contiguous().t())});
+  }
+  for (const BinaryCase& c : binary_cases()) {
+    INFO("op: " << std::string(c.label));
+    auto fn = [&](const tensor_list& in) { return c.op(in[0], in[1]); };
+    const Tensor a = leaf(reference_map(randn64({3, 4}), c.domain_a).to(kGpu));
+    const Tensor b = leaf(reference_map(randn64({4}), c.domain_b).to(kGpu));
+    CHECK_GRADGRADCHECK(fn, (tensor_list{a, b}));
+  }
+  const Tensor condition = gt(randn64({3, 4}), 0.0).to(kGpu);
+  auto where_fn = [&](const tensor_list& in) { return where(condition, in[0] * in[0], in[1]); };
+  CHECK_GRADGRADCHECK(where_fn, (tensor_list{leaf(randn64({3, 4}).to(kGpu)), leaf(randn64({4}).to(kGpu))}));
+}
+
+TEST_CASE("cuda double backward of relu and gelu agrees with the CPU's in every dtype" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(110);
+  const std::vector<std::pair<const char*, UnaryOp>> activations = {
+      {"relu", [](const Tensor& t) { return relu(t); }},
+      {"gelu", [](const Tensor& t) { return gelu(t); }},
+      {"gelu tanh", [](const Tensor& t) { return gelu(t, GeluApproximation::Tanh); }}};
+  const Tensor values = reference_map(randn64({33, 65}) * 3.0, [](double v) { return away_from_kinks(v, {0.0}); });
+  for (const auto& [name, op] : activations) {
+    INFO("op: " << std::string(name));
+    for (DType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      auto second = [&](const Tensor& x_in) {
+        Tensor x = leaf(x_in);
+        const Tensor g = autograd::grad({op(x).sum()}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+        return autograd::grad({(g * g).sum()}, {x})[0];
+      };
+      const bool half = is_half(dt);
+      CHECK_ALLCLOSE(second(values.to(dt).to(kGpu)), second(values.to(dt)), half ? 2e-2 : 1e-5,
+                     half ? 2e-2 : 1e-6);
+    }
+  }
+}
+
+TEST_CASE("cuda in-place int64 arithmetic wraps around on overflow, as on the CPU" *
+          doctest::skip(!cuda_is_available())) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  const Tensor base = from_vector<int64_t>({kMax, kMin, int64_t{1} << 62, -3}, {4});
+  const Tensor other = from_vector<int64_t>({1, -1, 3, kMax}, {4});
+  const std::vector<std::function<void(Tensor&)>> updates = {
+      [](Tensor& t) { t.add_(1.0); }, [](Tensor& t) { t.add_(-1.0); }, [](Tensor& t) { t.mul_(2.0); },
+      [&](Tensor& t) { t.add_(other.to(t.device())); }, [&](Tensor& t) { t.add_(other.to(t.device()), 4.0); },
+      [&](Tensor& t) { t.mul_(other.to(t.device())); }};
+  for (const auto& update : updates) {
+    Tensor on_gpu = base.to(kGpu);
+    Tensor on_cpu = base.clone();
+    update(on_gpu);
+    update(on_cpu);
+    const Tensor back = on_gpu.to(kCPU);
+    for (int64_t i = 0; i < 4; ++i) CHECK(back.data_ptr<int64_t>()[i] == on_cpu.data_ptr<int64_t>()[i]);
+  }
+  Tensor t = base.to(kGpu);
+  t.add_(1.0);
+  CHECK(t.to(kCPU).data_ptr<int64_t>()[0] == kMin);
+}

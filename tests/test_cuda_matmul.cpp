@@ -3,6 +3,7 @@
 // operands (and that transposed views reach cuBLAS without a copy), TF32 off by default,
 // float16 and bfloat16, empty sizes; gradcheck in float64 and backward on the GPU.
 #include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -223,7 +224,7 @@ TEST_CASE("gradcheck on the GPU: matmul on every shape class, transposed and sli
 TEST_CASE("backward on the GPU matches the CPU: a linear layer and a batched product" *
           doctest::skip(!cuda_is_available())) {
   manual_seed(306);
-  // y = x w^T as the seed's linear layer: grad_x = grad_y w, grad_w = grad_y^T x.
+  // y = x w^T as in a linear layer: grad_x = grad_y w, grad_w = grad_y^T x.
   const Tensor x = randn({3, 8, 16}, kFloat64);
   const Tensor w = randn({32, 16}, kFloat64);
   const Tensor upstream = randn({3, 8, 32}, kFloat64);
@@ -249,4 +250,53 @@ TEST_CASE("backward on the GPU matches the CPU: a linear layer and a batched pro
   matmul(a_gpu, b_gpu).backward(grad.to(kGpu));
   CHECK_ALLCLOSE(a_gpu.grad(), a_cpu.grad(), 1e-12, 1e-12);
   CHECK_ALLCLOSE(b_gpu.grad(), b_cpu.grad(), 1e-12, 1e-12);
+}
+
+TEST_CASE("the weight gradient of a batched input on the GPU: one folded product, the CPU's values" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(307);
+  // a [B, T, k] x b [k, n]: grad_b = a2^T x grad2 over the B*T rows, in one GEMM.
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{4, 33, 16}, {16, 24}}, {{2, 3, 9, 8}, {8, 5}}, {{4, 33, 16}, {16}}, {{4, 33, 16}, {1, 16, 24}}};
+  for (const auto& [a_sizes, b_sizes] : cases) {
+    INFO("self " << shape_str(a_sizes) << " other " << shape_str(b_sizes));
+    for (DType dtype : {kFloat64, kFloat32}) {
+      CAPTURE(dtype);
+      const Tensor a = randn(a_sizes, kFloat64).to(dtype);
+      const Tensor b = randn(b_sizes, kFloat64).to(dtype);
+      const Tensor a_cpu = a.detach().requires_grad_();
+      const Tensor b_cpu = b.detach().requires_grad_();
+      const Tensor out = matmul(a_cpu, b_cpu);
+      const Tensor upstream = randn(out.sizes(), kFloat64).to(dtype);
+      out.backward(upstream);
+      const Tensor a_gpu = gpu_leaf(a);
+      const Tensor b_gpu = gpu_leaf(b);
+      matmul(a_gpu, b_gpu).backward(upstream.to(kGpu));
+      CHECK(b_gpu.grad().sizes() == b.sizes());
+      const double tolerance = dtype == kFloat64 ? 1e-12 : 1e-4;
+      CHECK_ALLCLOSE(b_gpu.grad(), b_cpu.grad(), tolerance, tolerance);
+      CHECK_ALLCLOSE(a_gpu.grad(), a_cpu.grad(), tolerance, tolerance);
+    }
+  }
+  // A transposed batch: the fold reads it through a copy.
+  const Tensor base = randn({5, 3, 4}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
+  const Tensor w = randn({4, 2}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
+  CHECK_GRADCHECK([](const tensor_list& t) { return matmul(t[0].transpose(0, 1), t[1]); }, (tensor_list{base, w}));
+}
+
+TEST_CASE("double backward on the GPU: matmul on every shape class, gradgradcheck in float64" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(308);
+  const TensorOptions gpu = TensorOptions(kFloat64).device(kGpu);
+  for (const ShapeCase& c : kShapeCases) {
+    INFO("self " << shape_str(c.a) << " other " << shape_str(c.b));
+    const Tensor a = randn(c.a, gpu).requires_grad_();
+    const Tensor b = randn(c.b, gpu).requires_grad_();
+    const Tensor v = randn(matmul(a.detach(), b.detach()).sizes(), gpu).requires_grad_();
+    const tensor_list g = autograd::grad({matmul(a, b)}, {a, b}, {v}, std::nullopt, /*create_graph=*/true);
+    CHECK(g[0].requires_grad());
+    CHECK(g[1].requires_grad());
+    CHECK_GRADGRADCHECK_OPTS([](const tensor_list& t) { return matmul(t[0], t[1]); }, (tensor_list{a, b}),
+                             tensor_list{v}, GradcheckOptions{});
+  }
 }

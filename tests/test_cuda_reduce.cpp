@@ -1,10 +1,11 @@
 // Reductions on the GPU (cuda/reduce.cu) against the CPU kernels on the same values: sum,
 // mean, max, argmax and sum_to over every layout the launcher tells apart (rows, columns,
 // split among blocks, the copy for scattered dims), odd and empty sizes, every dtype;
-// gradcheck in float64 on the GPU; backward on the GPU against the CPU's.
+// gradcheck and gradgradcheck in float64 on the GPU; backward on the GPU against the CPU's.
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -294,4 +295,58 @@ TEST_CASE("backward on the GPU matches the CPU: sum, mean, max, broadcasting" *
   const Tensor bias = gpu_leaf(bias_values);
   (x.to(kGpu) + bias).backward(ones({8, 300}, TensorOptions(kFloat64).device(kGpu)));
   CHECK(bias.grad().to_vector<double>() == std::vector<double>(300, 8.0));
+}
+
+TEST_CASE("int64 sums on the GPU wrap around on overflow, as on the CPU" * doctest::skip(!cuda_is_available())) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const int64_t small = std::numeric_limits<int64_t>::min();
+  CHECK(sum(from_vector<int64_t>({big, 1}, {2}).to(kGpu)).item<int64_t>() == small);
+  CHECK(sum(from_vector<int64_t>({big, big, -big, -big + 5}, {4}).to(kGpu)).item<int64_t>() == 5);
+  // Many partial sums that overflow, across threads and blocks (a second pass): the same
+  // bits as the CPU's wrapped total.
+  const Tensor huge = full({4, 300001}, static_cast<double>(int64_t{1} << 61), kInt64);
+  CHECK(sum(huge.to(kGpu)).item<int64_t>() == sum(huge).item<int64_t>());
+  CHECK(sum(huge.to(kGpu), {1}).to_vector<int64_t>() == sum(huge, {1}).to_vector<int64_t>());
+  CHECK(sum(huge.to(kGpu), {0}).to_vector<int64_t>() == sum(huge, {0}).to_vector<int64_t>());
+}
+
+TEST_CASE("max() on the GPU splits the gradient among tied maxima, NaN included" *
+          doctest::skip(!cuda_is_available())) {
+  const Tensor ties = gpu_leaf(from_vector<double>({2, 7, 7, 1, 7, 0}, {2, 3}));
+  ties.max().backward();
+  CHECK(ties.grad().device() == kGpu);
+  const double third = 1.0 / 3.0;
+  CHECK_ALLCLOSE(ties.grad(), from_vector<double>({0, third, third, 0, third, 0}, {2, 3}), 1e-15, 0.0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor with_nan = gpu_leaf(from_vector<double>({1, nan, 3, nan}, {4}));
+  with_nan.max().backward();
+  CHECK(with_nan.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0, 0.5});
+  // max(dim) keeps the first maximum's index.
+  const Tensor rows = gpu_leaf(from_vector<double>({2, 7, 7, 1, 7, 0}, {2, 3}));
+  max(rows, 1).sum().backward();
+  CHECK(rows.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0, 1, 0});
+}
+
+TEST_CASE("double backward on the GPU: sum, mean, max(dim) and max(), gradgradcheck in float64" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(107);
+  const TensorOptions gpu = TensorOptions(kFloat64).device(kGpu);
+  const Tensor x = randn({3, 4, 5}, gpu).requires_grad_();
+  const std::vector<std::function<Tensor(const Tensor&)>> reductions = {
+      [](const Tensor& t) { return sum(t, {1}) * sum(t, {1}); },
+      [](const Tensor& t) { return mean(t, {0, 2}, true) * mean(t, {0, 2}, true); },
+      [](const Tensor& t) { return max(t, -1) * max(t, -1); },
+      [](const Tensor& t) { return max(t, 0, true) * max(t, 0, true); },
+      [](const Tensor& t) { return t.max() * t.max(); },
+  };
+  for (size_t i = 0; i < reductions.size(); ++i) {
+    CAPTURE(i);
+    const auto& fn = reductions[i];
+    const Tensor v = randn(fn(x.detach()).sizes(), gpu).requires_grad_();
+    const Tensor g = autograd::grad({fn(x)}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+    CHECK(g.device() == kGpu);
+    CHECK(g.requires_grad());
+    CHECK_GRADGRADCHECK_OPTS([&fn](const tensor_list& t) { return fn(t[0]); }, tensor_list{x}, tensor_list{v},
+                             GradcheckOptions{});
+  }
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/cuda_test_support.h"
@@ -199,4 +200,62 @@ TEST_CASE("softmax on the GPU: empty and 0-d tensors" * doctest::skip(!cuda_is_a
   const Tensor leaf = gpu_leaf(zeros({0, 4}, kFloat64));
   softmax(leaf, 1).sum().backward();
   CHECK(leaf.grad().sizes() == Shape{0, 4});
+}
+
+TEST_CASE("softmax double backward on the GPU: the same Functions as on the CPU, gradgradcheck in float64" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(206);
+  const Tensor x = randn({2, 3, 4}, TensorOptions(kFloat64).device(kGpu));
+  for (bool log : {false, true}) {
+    CAPTURE(log);
+    // The gradient is recorded by the backward Function (the fused row kernel in forward).
+    Tensor leaf = x.detach().requires_grad_();
+    const Tensor upstream = randn({2, 3, 4}, TensorOptions(kFloat64).device(kGpu));
+    const Tensor g = autograd::grad({apply(log, leaf, 1)}, {leaf}, {upstream}, std::nullopt, /*create_graph=*/true)[0];
+    REQUIRE(g.grad_fn() != nullptr);
+    CHECK(g.grad_fn()->name().find(log ? "LogSoftmaxBackward" : "SoftmaxBackward") != std::string::npos);
+    for (int64_t dim : {0, 1, -1}) {
+      CAPTURE(dim);
+      CHECK_GRADGRADCHECK([&](const tensor_list& t) { return apply(log, t[0], dim); },
+                          tensor_list{x.detach().requires_grad_()});
+      CHECK_GRADGRADCHECK([&](const tensor_list& t) { return apply(log, t[0].transpose(0, 2), dim); },
+                          tensor_list{x.detach().requires_grad_()});
+    }
+  }
+}
+
+TEST_CASE("softmax double backward on the GPU agrees with the CPU's, every row kernel and dtype" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(207);
+  for (int64_t n : {1, 33, 1025, 9000}) {
+    CAPTURE(n);
+    const Tensor x = randn({3, n}, kFloat64);
+    const Tensor upstream = randn({3, n}, kFloat64);
+    for (bool log : {false, true}) {
+      CAPTURE(log);
+      for (DType dtype : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+        CAPTURE(dtype);
+        // d/dx of sum(g * g), g the recorded gradient for `upstream`.
+        auto second = [&](const Tensor& x_in, const Tensor& up) {
+          Tensor leaf = x_in.detach().requires_grad_();
+          const Tensor g = autograd::grad({apply(log, leaf, 1)}, {leaf}, {up}, std::nullopt, true)[0];
+          return autograd::grad({(g * g).sum()}, {leaf})[0];
+        };
+        const DType cpu_dtype = is_half(dtype) ? kFloat32 : dtype;
+        const Tensor on_gpu = second(x.to(dtype).to(kGpu), upstream.to(dtype).to(kGpu));
+        const Tensor on_cpu = second(x.to(dtype).to(cpu_dtype), upstream.to(dtype).to(cpu_dtype));
+        CHECK(on_gpu.dtype() == dtype);
+        const double scale = log ? 1.0 : 1.0 / static_cast<double>(n);
+        const double tol = dtype == kFloat64 ? 1e-10 : dtype == kFloat32 ? 1e-4 : 5e-2;
+        CHECK_ALLCLOSE(on_gpu, on_cpu, tol, tol * scale);
+      }
+    }
+  }
+  // 0-d and empty on the GPU.
+  Tensor scalar = scalar_tensor(0.3, kFloat64).to(kGpu).requires_grad_();
+  const Tensor d = autograd::grad({softmax(scalar, 0)}, {scalar}, {}, std::nullopt, true)[0];
+  CHECK(d.item() == 0.0);
+  Tensor empty_leaf = gpu_leaf(zeros({0, 4}, kFloat64));
+  const Tensor g = autograd::grad({log_softmax(empty_leaf, 1).sum()}, {empty_leaf}, {}, std::nullopt, true)[0];
+  CHECK(g.sizes() == Shape{0, 4});
 }

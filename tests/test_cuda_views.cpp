@@ -1,8 +1,9 @@
 // Views and copies on the GPU: a view is metadata over the same storage on any device; the
-// backward of slice and select (zeros + a strided copy), of expand (sum_to) and of the
-// copies (to(), clone(), contiguous()) run on the GPU and agree with the CPU's; gradcheck
-// in float64 on the GPU.
+// backward of slice and select (SliceBackward/SelectBackward: zeros + a strided copy), of
+// expand (sum_to) and of the copies (to(), clone(), contiguous()) run on the GPU and agree
+// with the CPU's; gradcheck and gradgradcheck in float64 on the GPU.
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "tests/cuda_test_support.h"
@@ -109,4 +110,23 @@ TEST_CASE("gradcheck on the GPU: views and copies in float64" * doctest::skip(!c
     CHECK_GRADCHECK([&view = view](const tensor_list& t) { return view(t[0]); }, tensor_list{x});
   }
   CHECK_GRADCHECK([](const tensor_list& t) { return t[0].cpu().cuda(); }, tensor_list{x});
+}
+
+TEST_CASE("double backward on the GPU: views and copies, gradgradcheck in float64" * doctest::skip(!cuda_is_available())) {
+  manual_seed(404);
+  const Tensor x = randn({4, 6, 5}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
+  for (const auto& [name, view] : kViews) {
+    INFO(name);
+    const Tensor v = randn(view(x.detach()).sizes(), TensorOptions(kFloat64).device(kGpu)).requires_grad_();
+    const Tensor g = autograd::grad({view(x)}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+    CHECK(g.device() == kGpu);
+    CHECK(g.requires_grad());
+    CHECK_GRADGRADCHECK_OPTS([&view = view](const tensor_list& t) { return view(t[0]) * view(t[0]); },
+                             tensor_list{x}, tensor_list{v}, GradcheckOptions{});
+  }
+  // The gradient of a move between devices moves back through a recorded conversion.
+  const Tensor small = randn({3, 4}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
+  CHECK_GRADGRADCHECK([](const tensor_list& t) { return t[0].cpu() * t[0].cpu(); }, tensor_list{small});
+  const Tensor host = randn({3, 4}, kFloat64).requires_grad_();
+  CHECK_GRADGRADCHECK([](const tensor_list& t) { return t[0].cuda() * t[0].cuda(); }, tensor_list{host});
 }

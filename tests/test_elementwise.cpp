@@ -277,6 +277,135 @@ TEST_CASE("pow(tensor, tensor) at a zero base or exponent: PyTorch's gradients, 
   CHECK_ALLCLOSE(x.grad(), from_vector<double>({0.0, 12.0, 0.0}, {3}), 1e-12, 1e-14);
 }
 
+TEST_CASE("pow(tensor, tensor): d/de at a zero base with a negative exponent is -inf, as in PyTorch") {
+  // where((x == 0) & (e >= 0), 0, grad * x^e * log(x)): for e < 0 the formula stands,
+  // 0^e * log(0) = inf * -inf = -inf (not NaN, as replacing log(0) by 0 gave).
+  Tensor x = from_vector<double>({0.0, 0.0, 0.0, 0.0, 3.0}, {5}).requires_grad_();
+  Tensor e = from_vector<double>({-1.0, -2.5, 0.0, 1.5, -1.0}, {5}).requires_grad_();
+  pow(x, e).sum().backward();
+  const std::vector<double> grad_e = e.grad().to_vector<double>();
+  CHECK(grad_e[0] == -kInf);
+  CHECK(grad_e[1] == -kInf);
+  CHECK(grad_e[2] == 0.0);
+  CHECK(grad_e[3] == 0.0);
+  CHECK(grad_e[4] == doctest::Approx(std::log(3.0) / 3.0));
+  // d/dx = e x^(e-1): -1 * 0^-2 = -inf, and 0 where e = 0.
+  const std::vector<double> grad_x = x.grad().to_vector<double>();
+  CHECK(grad_x[0] == -kInf);
+  CHECK(grad_x[2] == 0.0);
+  CHECK(grad_x[3] == 0.0);  // 1.5 * 0^0.5
+  // A broadcast exponent sums its gradient over the broadcast rows, special points included.
+  Tensor xb = from_vector<double>({0.0, 2.0, 0.0, 4.0}, {2, 2}).requires_grad_();
+  Tensor eb = from_vector<double>({2.0, 0.5}, {2}).requires_grad_();
+  pow(xb, eb).sum().backward();
+  CHECK_ALLCLOSE(eb.grad(), from_vector<double>({0.0, std::sqrt(2.0) * std::log(2.0) + 2.0 * std::log(4.0)}, {2}),
+                 1e-12, 1e-14);
+}
+
+TEST_CASE("pow(x, scalar): second derivatives p (p - 1) x^(p-2), and none for p = 0") {
+  const Tensor values = from_vector<double>({0.5, 1.0, 2.0, 3.0}, {4});
+  for (double p : {3.0, 2.5, -1.5, 1.0}) {
+    CAPTURE(p);
+    Tensor x = values.detach().requires_grad_();
+    const Tensor g = autograd::grad({pow(x, p).sum()}, {x}, {}, std::nullopt, /*create_graph=*/true)[0];
+    const Tensor h = autograd::grad({g.sum()}, {x}, {}, std::nullopt, false, /*allow_unused=*/true)[0];
+    const Tensor expected = reference_map(values, [p](double v) { return p * (p - 1.0) * std::pow(v, p - 2.0); });
+    if (p == 1.0) {
+      // x^1: the first derivative is the constant 1 (pow(x, 0) * 1), whose derivative is 0.
+      CHECK((!h.defined() || allclose(h, zeros({4}, kFloat64), 0.0, 0.0)));
+    } else {
+      CHECK_ALLCLOSE(h, expected, 1e-12, 1e-12);
+    }
+  }
+  // p = 0: the first derivative is zeros that depend on nothing.
+  Tensor x = values.detach().requires_grad_();
+  const Tensor g = autograd::grad({pow(x, 0.0).sum()}, {x}, {}, std::nullopt, true)[0];
+  CHECK(g.to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+}
+
+// ---------------------------------------------------------------------------------------
+// second derivatives: every backward above is written with the public ops, so a backward
+// run with create_graph records it, and gradgradcheck differentiates it again
+
+TEST_CASE("unary ops and scalar arithmetic: second derivatives by gradgradcheck, contiguous and not") {
+  manual_seed(40);
+  for (const UnaryCase& c : unary_cases()) {
+    INFO("op: " << c.label);
+    const Tensor x = unary_input(c);
+    auto fn = [&](const tensor_list& in) { return c.op(in[0]); };
+    CHECK_GRADGRADCHECK(fn, tensor_list{leaf(x)});
+    CHECK_GRADGRADCHECK(fn, tensor_list{leaf(noncontiguous_copy(x))});
+  }
+}
+
+TEST_CASE("binary ops: second derivatives by gradgradcheck, both inputs, with broadcasting") {
+  manual_seed(41);
+  for (const BinaryCase& c : binary_cases()) {
+    INFO("op: " << c.op_name);
+    auto fn = [&](const tensor_list& in) { return c.op(in[0], in[1]); };
+    for (const auto& [sa, sb] : broadcast_shape_pairs()) {
+      INFO("sa: " << shape_str(sa));
+      INFO("sb: " << shape_str(sb));
+      const Tensor a = leaf(reference_map(randn64(sa), c.domain_a));
+      const Tensor b = leaf(reference_map(randn64(sb), c.domain_b));
+      CHECK_GRADGRADCHECK(fn, (tensor_list{a, b}));
+      CHECK_GRADGRADCHECK(fn, (tensor_list{a.detach(), b}));
+    }
+    const Tensor a = reference_map(randn64({3, 4}), c.domain_a);
+    const Tensor b = reference_map(randn64({3, 4}), c.domain_b);
+    CHECK_GRADGRADCHECK(fn, (tensor_list{leaf(noncontiguous_copy(a)), leaf(b)}));
+  }
+}
+
+TEST_CASE("where: second derivatives by gradgradcheck, broadcast and non-contiguous") {
+  manual_seed(42);
+  const Tensor condition = gt(randn64({3, 4}), 0.0);
+  auto fn = [&](const tensor_list& in) { return where(condition, in[0], in[1]); };
+  CHECK_GRADGRADCHECK(fn, (tensor_list{leaf(randn64({3, 4})), leaf(randn64({3, 4}))}));
+  CHECK_GRADGRADCHECK(fn, (tensor_list{leaf(noncontiguous_copy(randn64({3, 4}))), leaf(randn64({3, 1}))}));
+  // where inside a nonlinear function: the second derivative flows through the picked branch.
+  auto squared = [&](const tensor_list& in) { return where(condition, in[0] * in[0], exp(in[1])); };
+  CHECK_GRADGRADCHECK(squared, (tensor_list{leaf(randn64({3, 4})), leaf(randn64({4}))}));
+}
+
+TEST_CASE("built-in ops keep their backward state typed: nothing in saved_data") {
+  // String-keyed saved_data is for user Functions; a built-in op's node must not pay a hash
+  // per value. Each node below is checked through the context it carries.
+  Tensor a = leaf(randn64({3, 4}));
+  Tensor b = leaf(randn64({4}));
+  const Tensor condition = gt(randn64({3, 4}), 0.0);
+  const std::vector<std::pair<const char*, Tensor>> outputs = {
+      {"add", a + b},
+      {"sub", a - b},
+      {"mul", a * b},
+      {"div", a / b},
+      {"add scalar", a + 2.0},
+      {"mul scalar", a * 2.0},
+      {"div scalar", a / 2.0},
+      {"rsub", 2.0 - a},
+      {"rdiv", 2.0 / a},
+      {"pow scalar", pow(a, 3.0)},
+      {"pow tensor", pow(abs(a) + 0.5, b)},
+      {"clamp", clamp(a, -0.5, 0.5)},
+      {"where", where(condition, a, b)},
+      {"relu", relu(a)},
+      {"gelu", gelu(a)},
+      {"gelu tanh", gelu(a, GeluApproximation::Tanh)},
+      {"softmax", softmax(a, 1)},
+      {"log_softmax", log_softmax(a, 0)},
+  };
+  for (const auto& [name, out] : outputs) {
+    INFO("op: " << std::string(name));
+    const auto* node = dynamic_cast<const autograd::detail::FunctionNode*>(out.grad_fn().get());
+    REQUIRE(node != nullptr);
+    CHECK(node->ctx_.saved_data.size() == 0);
+    // The backward Functions too (recorded under create_graph).
+    const Tensor dx = autograd::grad({out.sum()}, {a}, {}, std::nullopt, true)[0];
+    if (const auto* backward_node = dynamic_cast<const autograd::detail::FunctionNode*>(dx.grad_fn().get()))
+      CHECK(backward_node->ctx_.saved_data.size() == 0);
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // comparisons and where
 
@@ -487,6 +616,40 @@ TEST_CASE("in-place arithmetic on int64 and the half types") {
     check_inplace(a, [&](Tensor& s) -> Tensor& { return s.mul_(b); },
                   reference_zip(a, b, [](double u, double v) { return u * v; }), 1e-2, 1e-3);
   }
+}
+
+TEST_CASE("in-place int64 arithmetic wraps around on overflow, as PyTorch's does") {
+  // Signed overflow is undefined behaviour in C++; the int64 paths compute in uint64_t. (A
+  // plain int64 + in the functors aborts this test in the sanitizer build, make sanitize.)
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  auto int64s = [](const std::vector<int64_t>& v) { return from_vector<int64_t>(v, {static_cast<int64_t>(v.size())}); };
+  auto values = [](const Tensor& t) {
+    std::vector<int64_t> out(static_cast<size_t>(t.numel()));
+    const Tensor c = t.contiguous();
+    for (int64_t i = 0; i < t.numel(); ++i) out[static_cast<size_t>(i)] = c.data_ptr<int64_t>()[i];
+    return out;
+  };
+  Tensor t = int64s({kMax, kMin, 5});
+  t.add_(1.0);
+  CHECK(values(t) == std::vector<int64_t>{kMin, kMin + 1, 6});
+  t.add_(-2.0);
+  CHECK(values(t) == std::vector<int64_t>{kMax - 1, kMax, 4});  // kMin - 1 wraps to kMax
+
+  Tensor u = int64s({kMax, kMin, -3});
+  u.add_(int64s({1, -1, 2}));
+  CHECK(values(u) == std::vector<int64_t>{kMin, kMax, -1});
+  // alpha * other wraps before the add: 2^62 * 4 = 2^64 = 0.
+  Tensor w = int64s({7, 7});
+  w.add_(int64s({4, 1}), 4611686018427387904.0);
+  CHECK(values(w) == std::vector<int64_t>{7, 7 + (int64_t{1} << 62)});
+
+  Tensor m = int64s({kMax, kMin, int64_t{1} << 62});
+  m.mul_(2.0);
+  CHECK(values(m) == std::vector<int64_t>{-2, 0, kMin});
+  Tensor n = int64s({kMin, kMax, 3});
+  n.mul_(int64s({-1, kMax, -5}));
+  CHECK(values(n) == std::vector<int64_t>{kMin, 1, -15});
 }
 
 TEST_CASE("in-place copy_: converts dtypes and broadcasts the source") {

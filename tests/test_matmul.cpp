@@ -1,6 +1,7 @@
 // matmul: 1-D, 2-D, batched with broadcast batch dims, against a naive triple loop in
 // double written here from the definition; gradcheck on every shape class.
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "tests/reference_indexing.h"
@@ -189,4 +190,65 @@ TEST_CASE("matmul errors name the op and the arguments") {
                           "matmul: expected a floating-point tensor for argument 'self'");
   CHECK_THROWS_CONTAINING(matmul(zeros({2, 2, 3}), zeros({3, 3, 4})), "matmul: shapes [2] and [3] do not broadcast");
   CHECK_THROWS_CONTAINING(matmul(Tensor(), zeros({3})), "matmul: argument 'self' is an undefined tensor");
+}
+
+TEST_CASE("the weight gradient of a batched input folds the batch: values match the per-batch sum") {
+  manual_seed(15);
+  // a [B, T, k] times a weight [k, n]: grad_b = sum over the batch of a[i]^T x grad[i],
+  // computed as one product of [k, B*T] x [B*T, n].
+  const std::vector<std::pair<Shape, Shape>> cases = {
+      {{3, 5, 4}, {4, 6}},        // activations x weight
+      {{2, 3, 5, 4}, {4, 6}},     // two batch dims
+      {{3, 5, 4}, {4}},           // a vector 'other'
+      {{3, 5, 4}, {1, 4, 6}},     // 'other' with a batch dim of size 1
+      {{1, 5, 4}, {4, 6}},        // a batch of one
+  };
+  for (const auto& [a_sizes, b_sizes] : cases) {
+    INFO("self " << shape_str(a_sizes) << " other " << shape_str(b_sizes));
+    Tensor a = randn(a_sizes, kFloat64).requires_grad_();
+    Tensor b = randn(b_sizes, kFloat64).requires_grad_();
+    Tensor out = matmul(a, b);
+    Tensor grad_out = randn(out.sizes(), kFloat64);
+    out.backward(grad_out);
+    // The unfolded formula, one matrix of the batch at a time.
+    const Tensor b_matrix = b.detach().dim() == 1 ? b.detach().unsqueeze(1) : b.detach().reshape({4, -1});
+    const int64_t n = b_matrix.size(1);
+    const Tensor a_batch = a.detach().reshape({-1, a_sizes[a_sizes.size() - 2], 4});
+    const Tensor g_batch = grad_out.reshape({a_batch.size(0), a_batch.size(1), n});
+    Tensor expected = zeros({4, n}, kFloat64);
+    for (int64_t i = 0; i < a_batch.size(0); ++i)
+      expected = expected + reference_matmul(a_batch.select(0, i).t(), g_batch.select(0, i));
+    CHECK(b.grad().sizes() == b.sizes());
+    CHECK_ALLCLOSE(b.grad(), expected.reshape(b_sizes), 1e-12, 1e-12);
+    CHECK_GRADCHECK([](const tensor_list& t) { return matmul(t[0], t[1]); }, (tensor_list{a, b}));
+  }
+  // A non-contiguous batched input: the fold reads it through a copy.
+  Tensor base = randn({5, 3, 4}, kFloat64).requires_grad_();
+  Tensor w = randn({4, 2}, kFloat64).requires_grad_();
+  CHECK_GRADCHECK([](const tensor_list& t) { return matmul(t[0].transpose(0, 1), t[1]); }, (tensor_list{base, w}));
+  // An expanded (stride 0) incoming gradient, as sum() gives.
+  matmul(base.transpose(0, 1), w).sum().backward();
+  CHECK_ALLCLOSE(w.grad(), reference_matmul(base.detach().reshape({15, 4}).t(), ones({15, 2}, kFloat64)), 1e-12,
+                 1e-12);
+}
+
+TEST_CASE("double backward: matmul is twice differentiable on every shape class") {
+  manual_seed(16);
+  for (const ShapeCase& c : kShapeCases) {
+    INFO("self " << shape_str(c.a) << " other " << shape_str(c.b));
+    Tensor a = randn(c.a, kFloat64).requires_grad_();
+    Tensor b = randn(c.b, kFloat64).requires_grad_();
+    Tensor v = randn(c.result, kFloat64).requires_grad_();
+    const tensor_list g = autograd::grad({matmul(a, b)}, {a, b}, {v}, std::nullopt, /*create_graph=*/true);
+    CHECK(g[0].requires_grad());
+    CHECK(g[1].requires_grad());
+    CHECK_GRADGRADCHECK_OPTS([](const tensor_list& t) { return matmul(t[0], t[1]); }, (tensor_list{a, b}),
+                             tensor_list{v}, GradcheckOptions{});
+  }
+  // Transposed operands, and only one operand requiring grad.
+  Tensor x = randn({4, 5}, kFloat64).requires_grad_();
+  Tensor y = randn({6, 4}, kFloat64).requires_grad_();
+  CHECK_GRADGRADCHECK([](const tensor_list& t) { return matmul(t[0].t(), t[1].t()); }, (tensor_list{x, y}));
+  CHECK_GRADGRADCHECK([](const tensor_list& t) { return matmul(t[0].t(), t[1].t()); },
+                      (tensor_list{x, y.detach()}));
 }

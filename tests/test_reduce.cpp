@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "tests/reference_indexing.h"
@@ -58,6 +59,16 @@ double group_max(const std::vector<double>& v) { return v[static_cast<size_t>(gr
 
 Tensor randn64(const Shape& sizes) { return randn(sizes, kFloat64); }
 
+// Double backward of fn at x: autograd::grad with create_graph gives a gradient with
+// history, and gradgradcheck compares its derivatives (in x and in the output weights v)
+// with finite differences.
+void check_double_backward(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x) {
+  const Tensor v = randn64(fn(x.detach()).sizes()).requires_grad_();
+  const Tensor g = autograd::grad({fn(x)}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+  CHECK(g.requires_grad());
+  CHECK_GRADGRADCHECK_OPTS([&fn](const tensor_list& t) { return fn(t[0]); }, tensor_list{x}, tensor_list{v},
+                           GradcheckOptions{});
+}
 }  // namespace
 
 TEST_CASE("sum and mean match the reference over every dims list, keepdim or not") {
@@ -122,14 +133,37 @@ TEST_CASE("max and argmax pick the first maximum and propagate NaN") {
   CHECK(argmax(ints, 0).to_vector<int64_t>() == std::vector<int64_t>{0, 1});
 }
 
-TEST_CASE("the gradient of max flows to the first maximum only") {
+TEST_CASE("the gradient of max(dim) flows to the first maximum only") {
   Tensor x = float64_tensor({1, 3, 3, 5, 5, 2}, {2, 3}).requires_grad_();
   max(x, 1).sum().backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 1, 0, 0});
+  Tensor y = float64_tensor({4, 1, 4, 9, 2, 9}, {3, 2}).requires_grad_();
+  max(y, 0, true).backward(float64_tensor({10, 20}, {1, 2}));
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{10, 0, 0, 20, 0, 0});
+}
 
+TEST_CASE("the gradient of max() is split evenly among tied maxima, as in PyTorch") {
   Tensor y = float64_tensor({2, 7, 7, 1}, {4}).requires_grad_();
   (max(y) * 3.0).backward();
-  CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 3, 0, 0});
+  CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 1.5, 1.5, 0});
+
+  Tensor all_equal = full({2, 2}, -1.0, kFloat64).requires_grad_();
+  all_equal.max().backward();
+  CHECK(all_equal.grad().to_vector<double>() == std::vector<double>(4, 0.25));
+
+  // A NaN maximum: the NaN elements tie, the numbers get nothing.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor with_nan = float64_tensor({1, nan, 3, nan}, {2, 2}).requires_grad_();
+  max(with_nan).backward();
+  CHECK(with_nan.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0, 0.5});
+
+  // One maximum: all of the gradient, through a non-contiguous input and a 0-d one.
+  Tensor single = float64_tensor({1, 9, 3, 2, 0, 4}, {2, 3}).requires_grad_();
+  single.t().max().backward();
+  CHECK(single.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0, 0, 0});
+  Tensor scalar = scalar_tensor(2.0, kFloat64).requires_grad_();
+  max(scalar).backward();
+  CHECK(scalar.grad().item() == 1.0);
 }
 
 TEST_CASE("gradcheck: sum, mean and max, any dims, keepdim, non-contiguous inputs") {
@@ -209,6 +243,17 @@ TEST_CASE("float16 and bfloat16 reduce by upcasting to float32") {
   }
 }
 
+TEST_CASE("int64 sums wrap around on overflow, as in PyTorch") {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  const int64_t small = std::numeric_limits<int64_t>::min();
+  CHECK(sum(from_vector<int64_t>({big, 1}, {2})).item<int64_t>() == small);
+  CHECK(sum(from_vector<int64_t>({small, -1}, {2})).item<int64_t>() == big);
+  // Wrapping past the limit and back gives the exact total.
+  CHECK(sum(from_vector<int64_t>({big, big, -big, -big + 5}, {4})).item<int64_t>() == 5);
+  CHECK(sum(from_vector<int64_t>({big, 1, 3, big}, {2, 2}), {0}).to_vector<int64_t>() ==
+        std::vector<int64_t>{small + 2, small});
+}
+
 TEST_CASE("integer and bool sums return int64") {
   Tensor ints = from_vector<int64_t>({1, 2, 3, 4, 5, 6}, {2, 3});
   CHECK(sum(ints).dtype() == kInt64);
@@ -254,4 +299,55 @@ TEST_CASE("reduction errors name the op and the argument") {
   CHECK_THROWS_CONTAINING(argmax(x, 5), "argmax: dim 5 is out of range");
   CHECK_THROWS_CONTAINING(mean(zeros({2}, kInt64)), "mean: expected a floating-point tensor for argument 'self'");
   CHECK_THROWS_CONTAINING(sum(Tensor()), "sum: argument 'self' is an undefined tensor");
+}
+
+TEST_CASE("a second backward through sum and mean works without retain_graph and accumulates") {
+  // Sum and Mean save no tensors (only shapes, which survive backward), as in PyTorch.
+  Tensor x = float64_tensor({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+  Tensor y = x.sum();
+  y.backward();
+  y.backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>(6, 2.0));
+
+  Tensor z = float64_tensor({1, 2, 3, 4}, {4}).requires_grad_();
+  Tensor m = z.mean({0}, true);
+  m.backward(ones({1}, kFloat64));
+  m.backward(ones({1}, kFloat64));
+  CHECK(z.grad().to_vector<double>() == std::vector<double>(4, 0.5));
+}
+
+TEST_CASE("double backward: sum, mean, max(dim) and max() are twice differentiable") {
+  manual_seed(7);
+  Tensor x = randn64({2, 3, 4}).requires_grad_();
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> reductions = {
+      {"sum", [](const Tensor& t) { return t.sum(); }},
+      {"sum(dims)", [](const Tensor& t) { return sum(t, {0, -1}); }},
+      {"sum(dim, keepdim)", [](const Tensor& t) { return sum(t, {1}, true); }},
+      {"mean", [](const Tensor& t) { return t.mean(); }},
+      {"mean(dims, keepdim)", [](const Tensor& t) { return mean(t, {-1, 0}, true); }},
+      {"max", [](const Tensor& t) { return t.max(); }},
+      {"max of a transpose", [](const Tensor& t) { return t.transpose(0, 2).max(); }},
+      {"max(dim)", [](const Tensor& t) { return max(t, 1); }},
+      {"max(dim, keepdim)", [](const Tensor& t) { return max(t, -1, true); }},
+      // Squared, so the gradient depends on x too: its derivative in x runs the reduction's
+      // backward backwards.
+      {"sum squared", [](const Tensor& t) { return sum(t, {2}) * sum(t, {2}); }},
+      {"mean squared", [](const Tensor& t) { return mean(t, {0}) * mean(t, {0}); }},
+      {"max(dim) squared", [](const Tensor& t) { return max(t, 0) * max(t, 0); }},
+      {"max squared", [](const Tensor& t) { return t.max() * t.max(); }},
+  };
+  for (const auto& [name, fn] : reductions) {
+    INFO("op: " << name);
+    check_double_backward(fn, x);
+  }
+}
+
+TEST_CASE("double backward of max(): the tied maxima's shares are differentiable in the gradient") {
+  // d/dv of the gradient v / count at each tied maximum: 1 / count there, 0 elsewhere.
+  Tensor x = float64_tensor({2, 7, 7, 1}, {4}).requires_grad_();
+  Tensor v = scalar_tensor(3.0, kFloat64).requires_grad_();
+  Tensor g = autograd::grad({x.max()}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+  CHECK(g.to_vector<double>() == std::vector<double>{0, 1.5, 1.5, 0});
+  (g * float64_tensor({1, 2, 4, 8}, {4})).sum().backward();
+  CHECK(v.grad().item() == 3.0);  // (2 + 4) / 2
 }

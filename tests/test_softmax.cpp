@@ -2,7 +2,9 @@
 // computed here on doubles (no max subtraction: the test inputs are small), gradcheck, and
 // the gradient against the tape's gradient of the composite twin.
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tests/reference_indexing.h"
@@ -143,4 +145,148 @@ TEST_CASE("softmax errors name the op and the argument") {
   CHECK_THROWS_CONTAINING(log_softmax(zeros({2}, kBool), 0),
                           "log_softmax: expected a floating-point tensor for argument 'self'");
   CHECK_THROWS_CONTAINING(softmax(Tensor(), 0), "softmax: argument 'self' is an undefined tensor");
+}
+
+// ---------------------------------------------------------------------------------------
+// higher derivatives: the backward is SoftmaxBackward / LogSoftmaxBackward, a Function
+// whose forward is the fused kernel and whose backward is built from differentiable ops
+
+namespace {
+
+using SoftmaxFn = std::function<Tensor(const Tensor&, int64_t)>;
+
+struct SoftmaxCase {
+  const char* name;
+  SoftmaxFn op;
+  const char* backward_name;  // the Function that records the gradient
+};
+
+std::vector<SoftmaxCase> softmax_cases() {
+  return {{"softmax", [](const Tensor& x, int64_t dim) { return softmax(x, dim); }, "SoftmaxBackward"},
+          {"log_softmax", [](const Tensor& x, int64_t dim) { return log_softmax(x, dim); }, "LogSoftmaxBackward"}};
+}
+
+// The gradient of op(x, dim) for the incoming gradient g, recorded (create_graph). Under
+// gradcheck's finite differences (no grad mode, plain tensors) x becomes a leaf again and
+// grad mode is on for the call, so both passes compute the same function of (x, g).
+Tensor recorded_gradient(const SoftmaxFn& op, const Tensor& x, const Tensor& g, int64_t dim) {
+  AutoGradMode enable(true);
+  const Tensor input = x.requires_grad() ? x : x.detach().requires_grad_();
+  return autograd::grad({op(input, dim)}, {input}, {g}, std::nullopt, /*create_graph=*/true)[0];
+}
+
+std::string recorded_by(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->name() : std::string(); }
+
+}  // namespace
+
+TEST_CASE("softmax backward: one Function on the CPU too, whose output keeps history") {
+  manual_seed(30);
+  for (const SoftmaxCase& c : softmax_cases()) {
+    CAPTURE(c.name);
+    Tensor x = randn({3, 5}, kFloat64).requires_grad_();
+    const Tensor dx = autograd::grad({c.op(x, 1)}, {x}, {randn({3, 5}, kFloat64)}, std::nullopt, true)[0];
+    CHECK(recorded_by(dx).find(c.backward_name) != std::string::npos);
+    CHECK(dx.requires_grad());
+    // Without create_graph the gradient is a plain tensor: nothing recorded.
+    Tensor x2 = randn({3, 5}, kFloat64).requires_grad_();
+    c.op(x2, 0).sum().backward();
+    CHECK_FALSE(x2.grad().requires_grad());
+  }
+}
+
+TEST_CASE("softmax backward Functions: gradcheck in both arguments, gradgradcheck, any dim, non-contiguous") {
+  manual_seed(31);
+  const Tensor base = randn({2, 3, 4}, kFloat64);
+  const Tensor transposed = randn({4, 3, 2}, kFloat64).transpose(0, 2);  // [2, 3, 4], strided
+  for (const SoftmaxCase& c : softmax_cases()) {
+    CAPTURE(c.name);
+    for (const Tensor& values : {base, transposed}) {
+      for (int64_t dim : {0, 1, -1}) {
+        CAPTURE(dim);
+        const Tensor g = randn({2, 3, 4}, kFloat64);
+        auto backward_fn = [&](const tensor_list& in) { return recorded_gradient(c.op, in[0], in[1], dim); };
+        CHECK_GRADCHECK(backward_fn, (tensor_list{values.detach().requires_grad_(), g.detach().requires_grad_()}));
+        CHECK_GRADGRADCHECK([&](const tensor_list& in) { return c.op(in[0], dim); },
+                            tensor_list{values.detach().requires_grad_()});
+      }
+    }
+    // Third derivatives: the backward's backward is differentiable too.
+    const Tensor small = randn({2, 3}, kFloat64);
+    auto backward_fn = [&](const tensor_list& in) { return recorded_gradient(c.op, in[0], in[1], 1); };
+    CHECK_GRADGRADCHECK(backward_fn,
+                        (tensor_list{small.detach().requires_grad_(), randn({2, 3}, kFloat64).requires_grad_()}));
+  }
+}
+
+TEST_CASE("softmax double backward against the Hessian of the composite twin") {
+  manual_seed(32);
+  const Tensor values = randn({3, 4}, kFloat64);
+  const Tensor upstream = randn({3, 4}, kFloat64);
+  const Tensor v = randn({3, 4}, kFloat64);
+  for (bool take_log : {false, true}) {
+    CAPTURE(take_log);
+    for (int64_t dim : {0, 1}) {
+      CAPTURE(dim);
+      // d/dx of <v, d<upstream, f(x)>/dx>, once through the fused Functions, once through the
+      // twin built from exp, sum and div.
+      Tensor fused = values.detach().requires_grad_();
+      const Tensor y = take_log ? log_softmax(fused, dim) : softmax(fused, dim);
+      const Tensor g = autograd::grad({y}, {fused}, {upstream}, std::nullopt, true)[0];
+      const Tensor h = autograd::grad({(g * v).sum()}, {fused})[0];
+
+      Tensor twin = values.detach().requires_grad_();
+      const Tensor e = exp(twin);
+      const Tensor y_twin = take_log ? twin - log(sum(e, {dim}, true)) : e / sum(e, {dim}, true);
+      const Tensor g_twin = autograd::grad({y_twin}, {twin}, {upstream}, std::nullopt, true)[0];
+      const Tensor h_twin = autograd::grad({(g_twin * v).sum()}, {twin})[0];
+      CHECK_ALLCLOSE(g, g_twin, 1e-10, 1e-12);
+      CHECK_ALLCLOSE(h, h_twin, 1e-10, 1e-12);
+    }
+  }
+}
+
+TEST_CASE("softmax backward Functions: 0-d, empty, expanded gradients and the half types") {
+  manual_seed(33);
+  for (const SoftmaxCase& c : softmax_cases()) {
+    CAPTURE(c.name);
+    // 0-d: one lane of one element; softmax is the constant 1, log_softmax the constant 0.
+    Tensor scalar = scalar_tensor(0.7, kFloat64).requires_grad_();
+    const Tensor d = autograd::grad({c.op(scalar, 0)}, {scalar}, {scalar_tensor(2.0, kFloat64)}, std::nullopt, true)[0];
+    CHECK(d.sizes() == Shape{});
+    CHECK(d.item() == 0.0);
+    CHECK_GRADGRADCHECK([&](const tensor_list& in) { return c.op(in[0], -1); },
+                        tensor_list{scalar_tensor(0.7, kFloat64).requires_grad_()});
+
+    // Empty lanes and empty batches.
+    for (int64_t dim : {0, 1}) {
+      Tensor empty_input = zeros({0, 4}, kFloat64).requires_grad_();
+      const Tensor g = autograd::grad({c.op(empty_input, dim).sum()}, {empty_input}, {}, std::nullopt, true)[0];
+      CHECK(g.sizes() == Shape{0, 4});
+    }
+
+    // An expanded incoming gradient (stride 0), as sum() hands back: softmax's gradient of
+    // sum(softmax) is 0; log_softmax's is 1 - n * softmax.
+    const Tensor x = randn({3, 5}, kFloat64);
+    Tensor leaf = x.detach().requires_grad_();
+    c.op(leaf, 1).sum().backward();
+    const Tensor expected = std::string(c.name) == "softmax" ? zeros({3, 5}, kFloat64) : 1.0 - 5.0 * softmax(x, 1);
+    CHECK_ALLCLOSE(leaf.grad(), expected, 1e-12, 1e-12);
+
+    // float16 and bfloat16: the CPU kernel computes in float and rounds once; the double
+    // backward runs in the dtype.
+    const Tensor upstream = randn({3, 5}, kFloat64);
+    Tensor x64 = x.detach().requires_grad_();
+    const Tensor g64 = autograd::grad({c.op(x64, 1)}, {x64}, {upstream}, std::nullopt, true)[0];
+    const Tensor h64 = autograd::grad({(g64 * g64).sum()}, {x64})[0];
+    for (DType half : {kFloat16, kBFloat16}) {
+      CAPTURE(half);
+      Tensor xh = x.to(half).requires_grad_();
+      const Tensor gh = autograd::grad({c.op(xh, 1)}, {xh}, {upstream.to(half)}, std::nullopt, true)[0];
+      CHECK(gh.dtype() == half);
+      CHECK_ALLCLOSE(gh.to(kFloat64), g64, 2e-2, 2e-2);
+      const Tensor hh = autograd::grad({(gh * gh).sum()}, {xh})[0];
+      CHECK(hh.dtype() == half);
+      CHECK_ALLCLOSE(hh.to(kFloat64), h64, 5e-2, 5e-2);
+    }
+  }
 }

@@ -2,8 +2,11 @@
 // and copies (to, clone, contiguous). Expected values map each output multi-index to the
 // input's by hand (tests/reference_indexing.h); storage sharing is checked by writing
 // through a view.
+#include <cstdint>
 #include <functional>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "tests/reference_indexing.h"
@@ -32,6 +35,18 @@ Tensor counting(const Shape& sizes) {
 }
 
 bool shares_storage(const Tensor& a, const Tensor& b) { return a.storage() == b.storage(); }
+
+// Double backward of fn at x: autograd::grad with create_graph gives a gradient with
+// history, and gradgradcheck compares its derivatives (in x and in the output weights v)
+// with finite differences.
+void check_double_backward(const std::function<Tensor(const Tensor&)>& fn, const Tensor& x,
+                           const GradcheckOptions& options = {}) {
+  const Tensor v = randn(fn(x.detach()).sizes(), kFloat64).requires_grad_();
+  const Tensor g = autograd::grad({fn(x)}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+  CHECK(g.requires_grad());
+  CHECK_GRADGRADCHECK_OPTS([&fn](const tensor_list& t) { return fn(t[0]); }, tensor_list{x}, tensor_list{v},
+                           options);
+}
 
 }  // namespace
 
@@ -205,7 +220,7 @@ TEST_CASE("gradcheck: every view, with non-contiguous inputs and negative dims")
       {"unsqueeze", [](const tensor_list& t) { return t[0].transpose(0, 1).unsqueeze(-2); }},
   };
   for (const auto& [name, fn] : views) {
-    CAPTURE(name);
+    INFO("op: " << name);
     CHECK_GRADCHECK(fn, tensor_list{x});
   }
 }
@@ -298,4 +313,161 @@ TEST_CASE("clone and to() copy; their gradients come back in the input's dtype")
   CHECK_GRADCHECK([](const tensor_list& t) { return t[0].t().contiguous(); }, tensor_list{y});
   CHECK_THROWS_CONTAINING(Tensor().clone(), "clone: argument 'self' is an undefined tensor");
   CHECK_THROWS_CONTAINING(Tensor().to(kFloat32), "to: argument 'self' is an undefined tensor");
+}
+
+TEST_CASE("a second backward through views works without retain_graph and accumulates") {
+  // The views keep only shapes and dims (typed state, which survives backward): no tensor
+  // is saved, so the graph can be run again, as in PyTorch.
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> views = {
+      {"view", [](const Tensor& t) { return t.view({3, 2}); }},
+      {"reshape", [](const Tensor& t) { return t.reshape({-1}); }},
+      {"transpose", [](const Tensor& t) { return t.transpose(0, 1); }},
+      {"permute", [](const Tensor& t) { return t.permute({1, 0}); }},
+      {"slice", [](const Tensor& t) { return t.slice(1, 0, 3, 2); }},
+      {"select", [](const Tensor& t) { return t.select(0, 1); }},
+      {"expand", [](const Tensor& t) { return t.expand({4, 2, 3}); }},
+      {"squeeze", [](const Tensor& t) { return t.unsqueeze(0).squeeze(); }},
+      {"unsqueeze", [](const Tensor& t) { return t.unsqueeze(1); }},
+  };
+  for (const auto& [name, fn] : views) {
+    INFO("op: " << name);
+    Tensor x = counting({2, 3}).requires_grad_();
+    Tensor y = fn(x).sum();
+    y.backward();
+    const std::vector<double> once = x.grad().to_vector<double>();
+    y.backward();
+    std::vector<double> twice = once;
+    for (double& g : twice) g *= 2.0;
+    CHECK(x.grad().to_vector<double>() == twice);
+  }
+}
+
+TEST_CASE("double backward: every view, to, clone and contiguous are twice differentiable") {
+  manual_seed(31);
+  Tensor x = randn({2, 3, 4}, kFloat64).requires_grad_();
+  const std::vector<std::pair<const char*, std::function<Tensor(const Tensor&)>>> ops = {
+      {"view", [](const Tensor& t) { return t.view({4, -1}); }},
+      {"reshape that copies", [](const Tensor& t) { return t.transpose(0, 1).reshape({-1}); }},
+      {"transpose", [](const Tensor& t) { return t.transpose(-1, 0); }},
+      {"permute", [](const Tensor& t) { return t.permute({2, 0, 1}); }},
+      {"slice", [](const Tensor& t) { return t.slice(-1, 1, 4, 2); }},
+      {"slice of a transpose", [](const Tensor& t) { return t.transpose(0, 2).slice(0, -2, 100); }},
+      {"select", [](const Tensor& t) { return t.select(-2, -1); }},
+      {"expand", [](const Tensor& t) { return t.slice(1, 0, 1).expand({3, 2, 3, 4}); }},
+      {"squeeze", [](const Tensor& t) { return t.slice(1, 1, 2).squeeze(); }},
+      {"squeeze(dim)", [](const Tensor& t) { return t.slice(2, 0, 1).squeeze(-1); }},
+      {"unsqueeze", [](const Tensor& t) { return t.transpose(0, 1).unsqueeze(-2); }},
+      {"clone", [](const Tensor& t) { return t.clone(); }},
+      {"contiguous", [](const Tensor& t) { return t.transpose(0, 2).contiguous(); }},
+      // Squared, so the gradient depends on x too: its derivative in x runs the view's
+      // backward backwards (SliceBackward's backward is a slice, SelectBackward's a select).
+      {"slice squared", [](const Tensor& t) { return t.slice(1, 0, 3, 2) * t.slice(1, 0, 3, 2); }},
+      {"select squared", [](const Tensor& t) { return t.select(2, 1) * t.select(2, 1); }},
+      {"expand squared", [](const Tensor& t) { return t.select(0, 0).expand({2, 3, 4}) * t.select(0, 0); }},
+      {"permute squared", [](const Tensor& t) { return t.permute({1, 2, 0}) * t.permute({1, 2, 0}); }},
+  };
+  for (const auto& [name, fn] : ops) {
+    INFO("op: " << name);
+    check_double_backward(fn, x);
+  }
+  // A round trip through float32: exact for these finite differences only with a wide step
+  // (the function is linear in the output weights, so any step gives the same slope).
+  GradcheckOptions through_float32;
+  through_float32.eps = 1e-2;
+  through_float32.atol = 1e-4;
+  check_double_backward([](const Tensor& t) { return t.to(kFloat32).to(kFloat64) * t; }, x, through_float32);
+}
+
+TEST_CASE("the gradients of slice and select are recorded Functions under create_graph") {
+  Tensor x = counting({3, 4}).requires_grad_();
+  Tensor v = ones({3, 2}, kFloat64).requires_grad_();
+  Tensor g = autograd::grad({x.slice(1, 1, 4, 2)}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+  REQUIRE(g.grad_fn() != nullptr);
+  CHECK(g.grad_fn()->name().find("SliceBackward") != std::string::npos);
+  CHECK(g.to_vector<double>() == std::vector<double>{0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1});
+  // Its backward is the slice of its incoming gradient: v gets the odd columns of the weights.
+  (g * counting({3, 4})).sum().backward();
+  CHECK(v.grad().to_vector<double>() == std::vector<double>{1, 3, 5, 7, 9, 11});
+
+  Tensor w = scalar_tensor(2.0, kFloat64).requires_grad_();
+  Tensor h = autograd::grad({x.select(0, 2).sum()}, {x}, {w}, std::nullopt, /*create_graph=*/true)[0];
+  REQUIRE(h.grad_fn() != nullptr);
+  CHECK(h.to_vector<double>() == std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2});
+  (h * counting({3, 4})).sum().backward();
+  CHECK(w.grad().item() == 8.0 + 9.0 + 10.0 + 11.0);
+}
+
+TEST_CASE("the gradient of to() converts back through a recorded conversion under create_graph") {
+  Tensor x = counting({2, 2}).requires_grad_();
+  Tensor v = ones({2, 2}, kFloat32).requires_grad_();
+  Tensor g = autograd::grad({x.to(kFloat32)}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
+  CHECK(g.dtype() == kFloat64);
+  REQUIRE(g.grad_fn() != nullptr);
+  (g * counting({2, 2})).sum().backward();
+  CHECK(v.grad().dtype() == kFloat32);
+  CHECK(v.grad().to_vector<double>() == std::vector<double>{0, 1, 2, 3});
+}
+
+TEST_CASE("0-d tensors: transpose is an alias, select and slice are refused") {
+  Tensor s = scalar_tensor(3.0, kFloat64).requires_grad_();
+  for (const auto& [dim0, dim1] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {-1, 0}, {0, -1}}) {
+    CAPTURE(dim0);
+    CAPTURE(dim1);
+    Tensor t = s.transpose(dim0, dim1);
+    CHECK(t.dim() == 0);
+    CHECK(shares_storage(t, s));
+    CHECK(!t.is_same(s));
+    CHECK(t.item() == 3.0);
+  }
+  (s.transpose(0, 0) * 2.0).backward();
+  CHECK(s.grad().item() == 2.0);
+  CHECK_THROWS_CONTAINING(s.transpose(0, 1), "transpose: dim 1 is out of range");
+  CHECK_THROWS_CONTAINING(s.select(0, 0), "select: cannot be applied to a 0-d tensor 'self'");
+  CHECK_THROWS_CONTAINING(s.select(-1, 0), "select: cannot be applied to a 0-d tensor 'self'");
+  CHECK_THROWS_CONTAINING(s.slice(0, 0, 1), "slice: cannot be applied to a 0-d tensor 'self'");
+  // The other views of a 0-d tensor are fine.
+  CHECK(s.permute({}).dim() == 0);
+  CHECK(s.squeeze(0).dim() == 0);
+  CHECK(s.unsqueeze(-1).sizes() == Shape{1});
+  CHECK(s.expand({2}).sizes() == Shape{2});
+  CHECK(s.view({-1}).sizes() == Shape{1});
+}
+
+TEST_CASE("sizes whose product overflows int64 are refused by view, reshape and expand") {
+  const int64_t big = int64_t{1} << 62;
+  Tensor x = counting({4});
+  CHECK_THROWS_CONTAINING(x.view({big, big, 4}), "view: shape");
+  CHECK_THROWS_CONTAINING(x.view({big, big, 4}), "overflows int64");
+  // Without the check the product of the known sizes, 2^62 * 2^62 * 4, wraps around to 0.
+  CHECK_THROWS_CONTAINING(x.reshape({big, big, 4, -1}), "reshape: shape");
+  CHECK_THROWS_CONTAINING(x.reshape({big, big, 4, -1}), "overflows int64");
+  // Without -1: 2^62 * 2 * 2 wraps to 0 as well; refused for the overflow, not the count.
+  CHECK_THROWS_CONTAINING(x.reshape({big, 2, 2}), "overflows int64");
+  Tensor one = counting({1, 1});
+  CHECK_THROWS_CONTAINING(one.expand({big, big}), "expand: shape");
+  CHECK_THROWS_CONTAINING(one.expand({big, big}), "overflows int64");
+  CHECK_THROWS_CONTAINING(one.expand({4, big, -1}), "overflows int64");
+  // A zero size makes any product 0: no overflow, as in PyTorch.
+  CHECK(zeros({0}).view({0, big, big}).numel() == 0);
+  CHECK(one.expand({0, big}).numel() == 0);
+}
+
+TEST_CASE("slice with a huge step does not overflow the length") {
+  const int64_t huge = std::numeric_limits<int64_t>::max();
+  Tensor x = counting({3, 7});
+  Tensor first = x.slice(1, 2, 7, huge);
+  CHECK(first.sizes() == Shape{3, 1});
+  CHECK(first.to_vector<double>() == std::vector<double>{2, 9, 16});
+  CHECK(x.slice(1, 0, huge, huge).sizes() == Shape{3, 1});
+  CHECK(x.slice(1, 7, 7, huge).sizes() == Shape{3, 0});
+  CHECK(x.slice(0, 1, 3, huge - 1).to_vector<double>() == x.select(0, 1).to_vector<double>());
+  CHECK(x.slice(1, -huge, huge, 3).sizes() == Shape{3, 3});
+
+  Tensor leaf = counting({3, 7}).requires_grad_();
+  leaf.slice(1, 5, 7, huge).sum().backward();
+  std::vector<double> expected(21, 0.0);
+  for (int row = 0; row < 3; ++row) expected[static_cast<size_t>(row * 7 + 5)] = 1.0;
+  CHECK(leaf.grad().to_vector<double>() == expected);
+  CHECK_GRADCHECK([&](const tensor_list& t) { return t[0].slice(0, 1, 3, huge); },
+                  tensor_list{randn({3, 4}, kFloat64).requires_grad_()});
 }
