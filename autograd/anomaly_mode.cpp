@@ -113,15 +113,20 @@ std::string AnomalyMetadata::creation_site() const {
   std::vector<Frame> frames;
   for (size_t i = 0; i < creation_frames.size(); ++i) frames.push_back(parse_frame(lines.get()[i]));
 
+  // What lies above our own first frame is the backtrace machinery: libc's backtrace, or a
+  // sanitizer's interceptor of it (ThreadSanitizer adds one). Skip it, if our frame is named.
+  size_t origin = 0;
+  while (origin < frames.size() && !is_minigrad_frame(frames[origin])) ++origin;
+  if (origin == frames.size()) origin = 0;
   // Start after the last minigrad frame that comes before the first named frame of the
   // caller's. Unnamed frames in between are kept: they may be the caller's static functions.
   size_t first_user = frames.size();
-  for (size_t i = 0; i < frames.size() && first_user == frames.size(); ++i)
+  for (size_t i = origin; i < frames.size() && first_user == frames.size(); ++i)
     if (!frames[i].function.empty() && !is_minigrad_frame(frames[i])) first_user = i;
-  size_t start = 0;
-  for (size_t i = 0; i < first_user && i < frames.size(); ++i)
+  size_t start = origin;
+  for (size_t i = origin; i < first_user && i < frames.size(); ++i)
     if (is_minigrad_frame(frames[i])) start = i + 1;
-  if (first_user == frames.size()) start = std::min<size_t>(1, frames.size());  // all minigrad: skip only us
+  if (first_user == frames.size()) start = std::min<size_t>(origin + 1, frames.size());  // all minigrad: skip only us
 
   std::string out;
   for (size_t i = start; i < frames.size() && i < start + kFramesShown; ++i) {
