@@ -67,9 +67,6 @@ Tensor root_gradient(const char* op, const Tensor& root, const Tensor& given, si
   return given;
 }
 
-// True when nothing but `t` can see its memory: then it may be updated in place.
-bool sole_owner(const Tensor& t) { return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1; }
-
 // Where autograd::grad wants a gradient: input `input_nr` of `fn`, for the caller's input `index`.
 struct Capture {
   Node* fn;

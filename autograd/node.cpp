@@ -17,9 +17,6 @@ std::mutex& leaf_mutex() {
   return m;
 }
 
-// True when nothing but `t` can see its memory: then it may be updated in place.
-bool sole_owner(const Tensor& t) { return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1; }
-
 }  // namespace
 
 uint64_t next_sequence_nr() {

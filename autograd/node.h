@@ -35,6 +35,12 @@ struct TensorMeta {
 
 uint64_t next_sequence_nr();
 
+// True when nothing but `t` can see its memory: the engine and the accumulator may then sum
+// into it in place.
+inline bool sole_owner(const Tensor& t) {
+  return t.impl_ptr().use_count() == 1 && t.storage().use_count() == 1;
+}
+
 // Drops these references to nodes. A node whose last reference goes releases the nodes it
 // holds through the same loop, so freeing a long graph never nests destructors.
 void release_nodes(std::vector<std::shared_ptr<Node>>&& nodes);
