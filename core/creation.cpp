@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "core/generator.h"
-#include "core/philox.h"
+#include "kernels/philox.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 

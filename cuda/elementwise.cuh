@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA elementwise engine (declared in cuda/elementwise.h): two kernel templates serve
 // every elementwise op, with one, two or three inputs, contiguous or strided, broadcast or
-// not. The cuda/elementwise_*.cu files instantiate them for each functor the ops use.
+// not. The cuda/elementwise_*.cu files compile them for the entries of
+// kernels/elementwise_list.h.
 //
 // Vectors. Each thread moves 16 bytes of an operand per access, the widest load or store
 // one instruction does (LDG.128 / STG.128): float4 for float32, 8 halves, 2 doubles.
@@ -58,7 +59,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/runtime.h"
 #include "cuda/strided_layout.cuh"
-#include "ops/elementwise_functors.h"
+#include "kernels/elementwise_functors.h"
 
 namespace minigrad {
 namespace cuda {
@@ -431,45 +432,16 @@ struct Launcher {
 
 }  // namespace elementwise_engine
 
-template <typename out_t, typename a_t, typename F>
-void launch_elementwise(const char* op, const Tensor& out, const Tensor& a, const F& f) {
-  elementwise_engine::Launcher<out_t, a_t>::run(op, out, {&a}, f);
-}
-
-template <typename out_t, typename a_t, typename b_t, typename F>
-void launch_elementwise(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
-  elementwise_engine::Launcher<out_t, a_t, b_t>::run(op, out, {&a, &b}, f);
-}
-
-template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
-void launch_elementwise(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
-                        const F& f) {
-  elementwise_engine::Launcher<out_t, a_t, b_t, c_t>::run(op, out, {&a, &b, &c}, f);
+template <typename F, typename out_t, typename... in_t>
+void ElementwiseKernel<F, out_t, in_t...>::launch(const char* op, const Tensor& out, const Inputs& inputs,
+                                                   const F& f) {
+  elementwise_engine::Launcher<out_t, in_t...>::run(op, out, inputs, f);
 }
 
 }  // namespace cuda
 }  // namespace minigrad
 
-// Explicit instantiations, written in the cuda/elementwise_*.cu files inside namespace
-// minigrad::cuda: one line per functor and signature (the output's element type, then
-// each input's).
-#define MG_ELEMENTWISE_UNARY(out_t, a_t, F) \
-  template void launch_elementwise<out_t, a_t, F>(const char*, const Tensor&, const Tensor&, const F&);
-#define MG_ELEMENTWISE_BINARY(out_t, a_t, b_t, F)                                                        \
-  template void launch_elementwise<out_t, a_t, b_t, F>(const char*, const Tensor&, const Tensor&, const Tensor&, \
-                                                       const F&);
-#define MG_ELEMENTWISE_TERNARY(out_t, a_t, b_t, c_t, F)                                                      \
-  template void launch_elementwise<out_t, a_t, b_t, c_t, F>(const char*, const Tensor&, const Tensor&,      \
-                                                            const Tensor&, const Tensor&, const F&);
-
-// A functor of floating values over each of the four floating types, output of the same type.
-#define MG_ELEMENTWISE_UNARY_FLOATING(F)    \
-  MG_ELEMENTWISE_UNARY(float, float, F)     \
-  MG_ELEMENTWISE_UNARY(double, double, F)   \
-  MG_ELEMENTWISE_UNARY(Half, Half, F)       \
-  MG_ELEMENTWISE_UNARY(BFloat16, BFloat16, F)
-#define MG_ELEMENTWISE_BINARY_FLOATING(F)          \
-  MG_ELEMENTWISE_BINARY(float, float, float, F)    \
-  MG_ELEMENTWISE_BINARY(double, double, double, F) \
-  MG_ELEMENTWISE_BINARY(Half, Half, Half, F)       \
-  MG_ELEMENTWISE_BINARY(BFloat16, BFloat16, BFloat16, F)
+// The engine compiled for one entry of kernels/elementwise_list.h, written inside namespace
+// minigrad::cuda: cuda/elementwise_math.cu holds
+//   MG_ELEMENTWISE_MATH_KERNELS(MG_INSTANTIATE_ELEMENTWISE)
+#define MG_INSTANTIATE_ELEMENTWISE(F, ...) template struct ElementwiseKernel<F, __VA_ARGS__>;

@@ -1,17 +1,11 @@
-// The CUDA kernels of relu and gelu (both forms), forward and backward: the elementwise
-// engine (cuda/elementwise.cuh) instantiated for their functors. Each backward is one
-// kernel over (grad, x), one pass over memory.
+// The CUDA kernels of the activations (relu, gelu, softplus) and their backward: the elementwise engine (cuda/elementwise.cuh) compiled for
+// their entries of kernels/elementwise_list.h.
 #include "cuda/elementwise.cuh"
 
 namespace minigrad {
 namespace cuda {
 
-MG_ELEMENTWISE_UNARY_FLOATING(elementwise::Relu)
-MG_ELEMENTWISE_BINARY_FLOATING(elementwise::ReluBackward)
-MG_ELEMENTWISE_UNARY_FLOATING(elementwise::GeluExact)
-MG_ELEMENTWISE_UNARY_FLOATING(elementwise::GeluTanh)
-MG_ELEMENTWISE_BINARY_FLOATING(elementwise::GeluExactBackward)
-MG_ELEMENTWISE_BINARY_FLOATING(elementwise::GeluTanhBackward)
+MG_ELEMENTWISE_ACTIVATION_KERNELS(MG_INSTANTIATE_ELEMENTWISE)
 
 }  // namespace cuda
 }  // namespace minigrad

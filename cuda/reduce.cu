@@ -32,7 +32,7 @@
 #include "cuda/convert.cuh"
 #include "cuda/reduce.h"
 #include "cuda/runtime.h"
-#include "ops/reduce_combine.h"
+#include "kernels/reduce_combine.h"
 
 namespace minigrad {
 namespace cuda {

@@ -20,7 +20,7 @@ namespace cuda {
 void sum_reduce(const Tensor& x, const std::vector<bool>& reduced, double divisor, const Tensor& out);
 
 // values and indices (int64) = the maximum of x along `dim` (of size at least 1) and its
-// position along dim: the first maximum, and a NaN beats every number (ops/reduce_combine.h,
+// position along dim: the first maximum, and a NaN beats every number (kernels/reduce_combine.h,
 // the rule the CPU kernel uses, so both backends pick the same element).
 void max_reduce(const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices);
 

@@ -1,7 +1,7 @@
 // Arithmetic with NumPy broadcasting: add, sub, mul, div, their tensor-scalar forms, and
 // rsub / rdiv (scalar on the left).
 //
-// Each op is a Function: forward runs the kernel (a functor of ops/elementwise_functors.h
+// Each op is a Function: forward runs the kernel (a functor of kernels/elementwise_functors.h
 // handed to binary_float_op or unary_float_op, which run it on the input's device),
 // backward turns the output's gradient into the inputs' gradients with the public ops.
 // Broadcasting in forward means summing in backward: an input of shape [3] added to one of

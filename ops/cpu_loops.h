@@ -1,8 +1,9 @@
 #pragma once
 // Machinery every elementwise op shares: the argument checks, the CPU loops (maps with
 // broadcasting over any strides), and the dispatch that sends a map to the CPU loop or to
-// the CUDA engine (cuda/elementwise.h) by the output's device. An op is then a formula,
-// a functor from ops/elementwise_functors.h:
+// the CUDA engine (cuda/elementwise.h) by the output's device. An op is then a formula, a
+// functor from kernels/elementwise_functors.h, listed with its element types in
+// kernels/elementwise_list.h (a compile error otherwise, in every build):
 //   return unary_float_op("exp", x, elementwise::Exp{});
 //
 // Both backends call the functor with each input in its compute type (float16 and
@@ -13,10 +14,8 @@
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
-#include "ops/elementwise_functors.h"
-#ifdef MINIGRAD_WITH_CUDA
 #include "cuda/elementwise.h"
-#endif
+#include "kernels/elementwise_functors.h"
 
 namespace minigrad {
 
@@ -98,27 +97,21 @@ void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& 
 // The caller has checked that every tensor is on out's device.
 
 template <typename out_t, typename a_t, typename F>
-void elementwise_map([[maybe_unused]] const char* op, const Tensor& out, const Tensor& a, const F& f) {
-#ifdef MINIGRAD_WITH_CUDA
-  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t>(op, out, a, f);
-#endif
+void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const F& f) {
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t>(op, f, out, a);
   cpu_map<out_t, a_t>(out, a, f);
 }
 
 template <typename out_t, typename a_t, typename b_t, typename F>
-void elementwise_map([[maybe_unused]] const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
-#ifdef MINIGRAD_WITH_CUDA
-  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t>(op, out, a, b, f);
-#endif
+void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t>(op, f, out, a, b);
   cpu_map<out_t, a_t, b_t>(out, a, b, f);
 }
 
 template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
-void elementwise_map([[maybe_unused]] const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
                      const F& f) {
-#ifdef MINIGRAD_WITH_CUDA
-  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t, c_t>(op, out, a, b, c, f);
-#endif
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t, c_t>(op, f, out, a, b, c);
   cpu_map<out_t, a_t, b_t, c_t>(out, a, b, c, f);
 }
 

@@ -1,6 +1,6 @@
 // GELU as a custom Function: forward saves the input, backward computes grad * gelu'(x)
-// from it. Both formulas live in ops/gelu_math.h (wrapped as functors in
-// ops/elementwise_functors.h), shared with the CUDA kernel, so every backend computes the
+// from it. Both formulas live in kernels/gelu_math.h (wrapped as functors in
+// kernels/elementwise_functors.h), shared with the CUDA kernel, so every backend computes the
 // same expression.
 //
 // Written with the public ops, backward would be five separate tensor ops (exp, square,

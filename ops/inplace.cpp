@@ -14,9 +14,7 @@
 #include "autograd/grad_mode.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
-#ifdef MINIGRAD_WITH_CUDA
 #include "cuda/copy.h"
-#endif
 
 namespace minigrad {
 namespace {
@@ -107,9 +105,7 @@ void update_each_with(const char* op, const Tensor& self, const Tensor& other, c
 // self[i] = value, for every dtype. On a GPU, the CUDA backend's fill kernel, which writes
 // without reading self first.
 void fill_all(const Tensor& self, double value) {
-#ifdef MINIGRAD_WITH_CUDA
   if (self.device().is_cuda()) return cuda::fill(self, value);
-#endif
   dispatch_all(self.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     cpu_map<scalar_t, scalar_t>(self, self, elementwise::Fill{value});

@@ -22,9 +22,7 @@
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
-#ifdef MINIGRAD_WITH_CUDA
 #include "cuda/matmul.h"
-#endif
 
 namespace minigrad {
 namespace {
@@ -99,13 +97,11 @@ void gemm_blocked(const T* __restrict a, const T* __restrict b, T* __restrict c,
 }
 
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShapes& s) {
-#ifdef MINIGRAD_WITH_CUDA
   if (a.device().is_cuda()) {
     Tensor out = empty(s.result, TensorOptions(a.dtype()).device(a.device()));
     cuda::matmul(a.reshape(s.self_matrix), b.reshape(s.other_matrix), out.view(s.batch_plus(s.m, s.n)));
     return out;
   }
-#endif
   check_cpu("matmul", "self", a);
   if (is_half(a.dtype()))
     return copy_as(matmul_kernel(copy_as(a, kFloat32, a.device()), copy_as(b, kFloat32, b.device()), s), a.dtype(),

@@ -97,10 +97,12 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
-// ---- activations: the tutorial's custom Functions (ops/relu.cpp, ops/gelu.cpp) ----
+// ---- activations: the tutorial's custom Functions (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
 Tensor relu(const Tensor& x);
 enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf
 Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
+// log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's softplus).
+Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
 // ---- copies (ops/copy.cpp) ----
 Tensor to_dtype(const Tensor& x, DType dtype);

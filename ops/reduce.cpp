@@ -23,10 +23,8 @@
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
-#include "ops/reduce_combine.h"
-#ifdef MINIGRAD_WITH_CUDA
+#include "kernels/reduce_combine.h"
 #include "cuda/reduce.h"
-#endif
 
 namespace minigrad {
 namespace {
@@ -122,13 +120,11 @@ struct SumTypes<bool> {
 Tensor sum_kernel(const char* op, const Tensor& x, const std::vector<bool>& reduced, bool keepdim, bool mean) {
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : kInt64;
   const double count = static_cast<double>(reduced_count(x.sizes(), reduced));
-#ifdef MINIGRAD_WITH_CUDA
   if (x.device().is_cuda()) {
     Tensor out = empty(reduced_sizes(x.sizes(), reduced, keepdim), TensorOptions(out_dtype).device(x.device()));
     cuda::sum_reduce(x, reduced, mean ? count : 1.0, out);
     return out;
   }
-#endif
   check_cpu(op, "self", x);
   if (is_half(x.dtype()))
     return copy_as(sum_kernel(op, copy_as(x, kFloat32, x.device()), reduced, keepdim, mean), x.dtype(), x.device());
@@ -170,13 +166,11 @@ MaxAlongDim max_kernel(const char* op, const Tensor& x, int64_t dim, bool keepdi
     return MaxAlongDim{empty(out_sizes, TensorOptions(x.dtype()).device(x.device())),
                        empty(out_sizes, TensorOptions(kInt64).device(x.device()))};
   };
-#ifdef MINIGRAD_WITH_CUDA
   if (x.device().is_cuda()) {
     MaxAlongDim result = allocate_result();
     cuda::max_reduce(x, dim, result.values, result.indices);
     return result;
   }
-#endif
   check_cpu(op, "self", x);
   if (is_half(x.dtype())) {
     MaxAlongDim upcast = max_kernel(op, copy_as(x, kFloat32, x.device()), dim, keepdim);

@@ -22,14 +22,11 @@
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
 #include "ops/ops.h"
-#ifdef MINIGRAD_WITH_CUDA
 #include "cuda/softmax.h"
-#endif
 
 namespace minigrad {
 namespace {
 
-#ifdef MINIGRAD_WITH_CUDA
 // The CUDA kernels read contiguous rows along the last dim. Another dim, or a strided
 // tensor, goes through a contiguous copy with `dim` moved last, and the result comes back
 // through a copy: the output is contiguous, as on the CPU.
@@ -57,7 +54,6 @@ Tensor softmax_backward_cuda(const Tensor& grad, const Tensor& y, int64_t dim, b
   cuda::softmax_backward_rows(grad, y, grad_input, log);
   return grad_input;
 }
-#endif
 
 // y = softmax(x) or log_softmax(x) along `dim` (wrapped, x at least 1-D and non-empty).
 void softmax_lanes(const Tensor& x, const Tensor& y, int64_t dim, bool log) {
@@ -129,9 +125,7 @@ void softmax_backward_lanes(const Tensor& grad, const Tensor& y, const Tensor& g
 
 Tensor softmax_kernel(const char* op, const Tensor& x, int64_t dim, bool log) {
   check_floating(op, "self", x);
-#ifdef MINIGRAD_WITH_CUDA
   if (x.device().is_cuda()) return softmax_cuda(x, dim, log);
-#endif
   check_cpu(op, "self", x);
   if (is_half(x.dtype()))
     return copy_as(softmax_kernel(op, copy_as(x, kFloat32, x.device()), dim, log), x.dtype(), x.device());
@@ -154,9 +148,7 @@ Tensor softmax_backward_kernel(const char* op, const Tensor& grad, const Tensor&
   check_same_device(op, "grad_output", grad, "output", y);
   MG_CHECK(grad.sizes() == y.sizes(), "{}: argument 'grad_output' has shape {}, but 'output' has shape {}", op,
            shape_str(grad.sizes()), shape_str(y.sizes()));
-#ifdef MINIGRAD_WITH_CUDA
   if (y.device().is_cuda()) return softmax_backward_cuda(grad, y, dim, log);
-#endif
   check_cpu(op, "output", y);
   if (is_half(y.dtype())) {
     const Tensor grad_input = softmax_backward_kernel(op, copy_as(grad, kFloat32, grad.device()),

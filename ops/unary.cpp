@@ -1,6 +1,6 @@
 // Elementwise math: neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp.
 //
-// Each op is a Function whose forward is one formula (a functor of ops/elementwise_functors.h)
+// Each op is a Function whose forward is one formula (a functor of kernels/elementwise_functors.h)
 // handed to unary_float_op, which runs it on the input's device (float32 and float64
 // computed directly, float16/bfloat16 in float), and whose backward is the
 // derivative written with the public ops. What forward saves is whatever makes the

@@ -140,6 +140,7 @@ inline const std::vector<HigherOrderCase>& higher_order_cases() {
       {"gelu", twice, [] { return tensor_list{normal({2, 4})}; }, [](T x) { return gelu(x[0]); }},
       {"gelu, tanh approximation", twice, [] { return tensor_list{normal({2, 4})}; },
        [](T x) { return gelu(x[0], GeluApproximation::Tanh); }},
+      {"softplus", twice, [] { return tensor_list{normal({2, 4})}; }, [](T x) { return softplus(x[0], 2.0); }},
       // ---- views ----
       {"view", twice, [] { return tensor_list{normal({2, 3, 2})}; }, [](T x) { return x[0].view({3, -1}); }},
       {"reshape (a view)", twice, [] { return tensor_list{normal({2, 3, 2})}; },

@@ -393,3 +393,70 @@ TEST_CASE("gelu: the tanh form's derivative is continuous where exp(-2u) overflo
     }
   }
 }
+
+// ---------------------------------------------------------------------------------------
+// softplus: the worked example of docs/adding-an-op.md
+
+namespace {
+// log(1 + e^(beta v)) / beta written through the identity log(1 + e^u) = max(u, 0) +
+// log(1 + e^-|u|), not the kernel's expression; v itself above the threshold.
+double softplus_reference(double v, double beta, double threshold) {
+  const double u = beta * v;
+  if (u > threshold) return v;
+  return (std::max(u, 0.0) + std::log1p(std::exp(-std::fabs(u)))) / beta;
+}
+// sigmoid(beta v) through tanh: (1 + tanh(u / 2)) / 2.
+double softplus_derivative_reference(double v, double beta, double threshold) {
+  const double u = beta * v;
+  return u > threshold ? 1.0 : 0.5 * (1.0 + std::tanh(0.5 * u));
+}
+Tensor softplus_default(const Tensor& x) { return softplus(x); }
+Tensor softplus_beta2(const Tensor& x) { return softplus(x, 2.0, 3.0); }
+Tensor softplus_composite(const Tensor& x, double beta) { return log(1.0 + exp(x * beta)) / beta; }
+}  // namespace
+
+TEST_CASE("softplus: values against the reference in every floating dtype, for two betas and thresholds") {
+  manual_seed(40);
+  const Tensor x = randn64({3, 4}) * 3.0;
+  check_forward_all_dtypes(softplus_default, [](double v) { return softplus_reference(v, 1.0, 20.0); }, x);
+  check_forward_all_dtypes(softplus_beta2, [](double v) { return softplus_reference(v, 2.0, 3.0); }, x);
+  // Above the threshold the output is x itself, bit for bit; far left it is the tiny e^x.
+  const Tensor tails = from_vector<double>({25.0, 1e4, -50.0, -745.0}, {4});
+  CHECK_ALLCLOSE(softplus(tails), reference_map(tails, [](double v) { return softplus_reference(v, 1.0, 20.0); }),
+                 1e-15, 0.0);
+  CHECK(softplus(tails).to_vector<double>()[1] == 1e4);
+  const Tensor specials = from_vector<double>({kNaN, kInf, -kInf}, {3});
+  CHECK_ALLCLOSE(softplus(specials), from_vector<double>({kNaN, kInf, 0.0}, {3}), 0.0, 0.0);
+}
+
+TEST_CASE("softplus: gradient values, gradcheck contiguous and not, and the composite twin") {
+  manual_seed(41);
+  Tensor x = leaf(randn64({3, 4}) * 3.0);
+  softplus(x, 2.0, 3.0).sum().backward();
+  CHECK_ALLCLOSE(x.grad(), reference_map(x, [](double v) { return softplus_derivative_reference(v, 2.0, 3.0); }),
+                 1e-12, 1e-14);
+  // Away from the threshold, where the op is not differentiable (it switches formula).
+  const Tensor away = reference_map(randn64({3, 4}) * 3.0, [](double v) { return away_from_kinks(v, {1.5}); });
+  check_unary_gradients(softplus_default, away);
+  check_unary_gradients(softplus_beta2, away);
+  // The twin log(1 + exp(beta x)) / beta, differentiated by the tape (in range, where it is exact).
+  Tensor a = leaf(randn64({3, 4}));
+  Tensor b = leaf(a.detach());
+  const Tensor upstream = randn64({3, 4});
+  const Tensor y = softplus(a, 0.5);
+  CHECK_ALLCLOSE(y, softplus_composite(b, 0.5), 1e-12, 1e-12);
+  y.backward(upstream);
+  softplus_composite(b, 0.5).backward(upstream);
+  CHECK_ALLCLOSE(a.grad(), b.grad(), 1e-12, 1e-12);
+  CHECK(y.grad_fn()->name().find("Softplus") != std::string::npos);
+}
+
+TEST_CASE("softplus: twice differentiable (gradgradcheck), and bad arguments are clear errors") {
+  manual_seed(42);
+  const Tensor x = reference_map(randn64({3, 4}) * 2.0, [](double v) { return away_from_kinks(v, {1.5}); });
+  check_higher_derivatives(softplus_beta2, x);
+  check_higher_derivatives(softplus_default, x);
+  CHECK_THROWS_CONTAINING(softplus(arange(3)), "softplus: ");
+  CHECK_THROWS_CONTAINING(softplus(randn({3}), 0.0), "softplus: beta must not be 0");
+  CHECK(softplus(zeros({0, 3})).sizes() == Shape{0, 3});
+}

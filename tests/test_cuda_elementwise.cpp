@@ -96,6 +96,9 @@ std::vector<UnaryCase> unary_cases() {
       {"relu", [](const Tensor& x) { return relu(x); }, [](double v) { return away_from_kinks(v, {0.0}); }},
       {"gelu", [](const Tensor& x) { return gelu(x); }, anywhere},
       {"gelu tanh", [](const Tensor& x) { return gelu(x, GeluApproximation::Tanh); }, anywhere},
+      {"softplus", [](const Tensor& x) { return softplus(x); }, anywhere},
+      {"softplus(x, 2, 3)", [](const Tensor& x) { return softplus(x, 2.0, 3.0); },
+       [](double v) { return away_from_kinks(v, {1.5}); }},
   };
 }
 

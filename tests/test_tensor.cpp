@@ -3,7 +3,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "core/philox.h"
+#include "kernels/philox.h"
 #include "tests/test_support.h"
 
 using namespace minigrad;
@@ -166,6 +166,17 @@ TEST_CASE("device checks: no backend is a clear error; a mismatch names the op a
   CHECK_THROWS_CONTAINING(add(on_cpu, on_gpu), "add: expected all tensors on one device");
   CHECK_THROWS_CONTAINING(add(on_cpu, on_gpu), "cuda:1");
   CHECK_THROWS_CONTAINING(matmul(on_cpu, on_gpu), "matmul");
+#ifndef MINIGRAD_WITH_CUDA
+  // A build without CUDA links the stub backend (cuda/no_cuda_backend.cpp): an op on a GPU
+  // tensor reaches it through the same call a CUDA build makes, and the error names the op.
+  const char* no_backend = "this op has no CUDA backend in this build";
+  CHECK_THROWS_CONTAINING(exp(on_gpu), fmt::format("exp: {}", no_backend));
+  CHECK_THROWS_CONTAINING(add(on_gpu, on_gpu), fmt::format("add: {}", no_backend));
+  CHECK_THROWS_CONTAINING(where(gt(on_gpu, 1.0), on_gpu, on_gpu), no_backend);
+  CHECK_THROWS_CONTAINING(sum(on_gpu), fmt::format("sum: {}", no_backend));
+  CHECK_THROWS_CONTAINING(softmax(on_gpu, 0), fmt::format("softmax: {}", no_backend));
+  CHECK_THROWS_CONTAINING(matmul(on_gpu, on_gpu), fmt::format("matmul: {}", no_backend));
+#endif
   register_allocator(DeviceType::CUDA, nullptr);
   register_device_copy(DeviceType::CUDA, nullptr);
 }

@@ -28,7 +28,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/runtime.h"
 #include "minigrad.h"
-#include "ops/elementwise_functors.h"
+#include "kernels/elementwise_functors.h"
 
 using namespace minigrad;
 

@@ -1,7 +1,7 @@
 #pragma once
 // GELU and its derivative, written once for every backend ("one definition of each
 // formula"). The CPU loops and the CUDA kernels call these same functions (through the
-// functors of ops/elementwise_functors.h), so the two backends evaluate the same
+// functors of kernels/elementwise_functors.h), so the two backends evaluate the same
 // expression in the same order.
 //
 // GELU(x) = x * Phi(x), where Phi is the standard normal CDF: the input scaled by the
@@ -22,7 +22,7 @@
 // coefficient a select), and bf16 GELU built on it ran at 0.55 of the copy rate. Float uses
 // a one-polynomial approximation of the tail instead (see upper_tail), as accurate as float
 // itself, whose exponential and reciprocal are one instruction each on the GPU
-// (ops/fast_math.h): 18 instructions an element in all in the bf16 kernel's SASS (40 with
+// (kernels/fast_math.h): 18 instructions an element in all in the bf16 kernel's SASS (40 with
 // IEEE division and exp2f), and bf16 GELU runs at 0.99 of the copy rate on an H200. The
 // limits at the infinities (without_negative_infinity below) add one max instruction to the
 // forward, and two or three to each backward.
@@ -31,7 +31,7 @@
 #include <type_traits>
 
 #include "core/macros.h"
-#include "ops/fast_math.h"
+#include "kernels/fast_math.h"
 
 namespace minigrad {
 namespace gelu_math {

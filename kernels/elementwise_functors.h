@@ -23,7 +23,7 @@
 
 #include "core/dtype.h"
 #include "core/macros.h"
-#include "ops/gelu_math.h"
+#include "kernels/gelu_math.h"
 
 namespace minigrad {
 
@@ -210,7 +210,7 @@ struct Clamp {
   }
 };
 
-// ---- activations (ops/relu.cpp, ops/gelu.cpp) ----
+// ---- activations (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
 
 // `v < 0 ? 0 : v` rather than `v > 0 ? v : 0`: a NaN input stays NaN (both comparisons
 // are false for NaN), so a bad value upstream is not silently zeroed.
@@ -241,6 +241,35 @@ struct GeluExactBackward {
 struct GeluTanhBackward {
   template <typename T>
   MG_HOST_DEVICE T operator()(T grad, T x) const { return grad * gelu_math::gelu_tanh_derivative(x); }
+};
+
+// softplus(x) = log(1 + exp(beta x)) / beta, a smooth relu; x itself where beta x >
+// threshold, as PyTorch defines it (there the two agree to float precision, and exp would
+// overflow). log1p(exp(bx)) keeps the tiny values of the left tail, where 1 + exp(bx)
+// would round to 1.
+struct Softplus {
+  double beta;
+  double threshold;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::exp;
+    using std::log1p;
+    const T bx = T(beta) * v;
+    return bx > T(threshold) ? v : log1p(exp(bx)) / T(beta);
+  }
+};
+// d softplus / dx = sigmoid(beta x), written 1 / (1 + exp(-bx)), which is 0 in the far left
+// tail (exp overflows to inf) where exp(bx) / (1 + exp(bx)) would be inf / inf = NaN on the
+// right; 1 where beta x > threshold (the forward is x there).
+struct SoftplusBackward {
+  double beta;
+  double threshold;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T grad, T x) const {
+    using std::exp;
+    const T bx = T(beta) * x;
+    return bx > T(threshold) ? grad : grad / (T(1) + exp(-bx));
+  }
 };
 
 // ---- comparisons and where (ops/compare.cpp) ----

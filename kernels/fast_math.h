@@ -1,10 +1,10 @@
 #pragma once
 // Two primitives of the float formulas that run at the bandwidth limit on the GPU (GELU in
-// both forms, ops/gelu_math.h): 2^v and 1/v. Each means the same on both backends; each
+// both forms, kernels/gelu_math.h): 2^v and 1/v. Each means the same on both backends; each
 // compiles to the cheapest instruction that gives it to float's own accuracy.
 //
 // Why they exist: a bf16 GELU on an H200 has about 30 instructions per element to spend
-// before it stops running at the copy rate (ops/gelu_math.h counts them). In device code
+// before it stops running at the copy rate (kernels/gelu_math.h counts them). In device code
 // without --use_fast_math, `1.0f / v` is an IEEE division, about ten instructions with a
 // branch to a slow path, and exp2f adds scaling around the hardware's exp2 so that results
 // below 2^-126 come out as denormals. The multifunction unit (MUFU) does either in one

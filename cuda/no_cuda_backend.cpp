@@ -1,0 +1,63 @@
+// The CUDA backend of a build without CUDA (MINIGRAD_CUDA=OFF, or no CUDA compiler found):
+// every entry point that ops/ calls, defined to raise an error that names the op.
+//
+// Why a stub and not a dispatch table. An op reaches a backend by one plain call, chosen by
+// the device of its tensors:
+//   if (x.device().is_cuda()) return cuda::softmax_rows(x, y, log);
+//   ... the CPU loop ...
+// The cuda/ headers are declared in every build, so that call compiles, and is type-checked,
+// with or without a GPU; this file supplies the definitions when there is none. A reader
+// follows the call with "go to definition" and finds the kernel's launcher. A table of
+// function pointers filled at start-up (PyTorch's DispatchStub) pays for its indirection
+// when there are many backends, CPU instruction-set variants and backends registered from
+// outside the library; minigrad has two backends, both known when it is built.
+//
+// In a CPU-only build no tensor normally lives on a GPU (there is no CUDA allocator), so
+// these are reached only when something made one anyway: a device registered by a test, or
+// a program built against a CUDA build and linked against this one.
+#include "core/error.h"
+#include "cuda/copy.h"
+#include "cuda/elementwise.h"
+#include "cuda/matmul.h"
+#include "cuda/reduce.h"
+#include "cuda/softmax.h"
+
+namespace minigrad {
+namespace cuda {
+namespace {
+
+[[noreturn]] void no_cuda_backend(const char* op) {
+  detail::throw_error(fmt::format("{}: this op has no CUDA backend in this build (minigrad was built without "
+                                  "CUDA: MINIGRAD_CUDA=OFF, or no CUDA compiler was found)",
+                                  op));
+}
+
+}  // namespace
+
+void copy_bytes_between(void*, Device, const void*, Device, size_t) { no_cuda_backend("copy"); }
+void copy_strided(const Tensor&, const Tensor&) { no_cuda_backend("copy"); }
+void fill(const Tensor&, double) { no_cuda_backend("fill_"); }
+
+void sum_reduce(const Tensor&, const std::vector<bool>&, double, const Tensor&) { no_cuda_backend("sum"); }
+void max_reduce(const Tensor&, int64_t, const Tensor&, const Tensor&) { no_cuda_backend("max"); }
+
+void softmax_rows(const Tensor&, const Tensor&, bool log) { no_cuda_backend(log ? "log_softmax" : "softmax"); }
+void softmax_backward_rows(const Tensor&, const Tensor&, const Tensor&, bool log) {
+  no_cuda_backend(log ? "log_softmax_backward" : "softmax_backward");
+}
+
+void matmul(const Tensor&, const Tensor&, const Tensor&) { no_cuda_backend("matmul"); }
+void set_matmul_allow_tf32(bool) { no_cuda_backend("set_matmul_allow_tf32"); }
+bool matmul_allow_tf32() { no_cuda_backend("matmul_allow_tf32"); }
+
+// The elementwise engine: the same entries as a CUDA build compiles (kernels/elementwise_list.h).
+template <typename F, typename out_t, typename... in_t>
+void ElementwiseKernel<F, out_t, in_t...>::launch(const char* op, const Tensor&, const Inputs&, const F&) {
+  no_cuda_backend(op);
+}
+#define MG_STUB_ELEMENTWISE(F, ...) template struct ElementwiseKernel<F, __VA_ARGS__>;
+MG_ELEMENTWISE_KERNELS(MG_STUB_ELEMENTWISE)
+#undef MG_STUB_ELEMENTWISE
+
+}  // namespace cuda
+}  // namespace minigrad
