@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo sanitize tsan bench gpu-check clean
+.PHONY: all deps build test demo sanitize tsan bench bench-cpu gpu-check clean
 
 all: build
 
@@ -49,6 +49,14 @@ tsan: deps
 
 bench: build
 	$(BUILD)/bench_overhead
+
+# The CPU kernels against LibTorch's (where libtorch-dev is installed; never needed by the
+# build or the tests), on 1 thread and on every core: a table, and the JSON rows in OUT
+# (default bench/results/cpu-<date>.jsonl). OUT below is gpu-check's default, so it is
+# passed on only when given (make bench-cpu OUT=rows.jsonl).
+bench-cpu: deps
+	$(if $(filter-out file,$(origin OUT)),OUT="$(OUT)") BUILD="$(BUILD)" CMAKE_FLAGS="$(CMAKE_FLAGS)" \
+	  JOBS="$(JOBS)" bench/run-cpu-compare
 
 # The GPU round, on the GPU machine (no network, no apt: it never calls `deps`). fmt and
 # doctest come from .deps/, filled beforehand by scripts/fetch-deps where there is network.
