@@ -46,11 +46,11 @@ struct DeviceKernels {
 };
 DeviceKernels device_kernels(DeviceType type);  // registered with the allocator (cuda::Backend)
 
-#ifdef MINIGRAD_WITH_CUDA
 namespace cuda {
 // Defined in cuda/: the CUDA backend's allocator, copy function and kernels, all null where no GPU
-// is present. core asks once, when the registry is first used, so linking the backend is
-// all it takes (no static initializer that a static library could drop).
+// is present (and in a build without CUDA, by cuda/no_cuda_backend.cpp). core asks once, when
+// the registry is first used, so linking the backend is all it takes (no static initializer
+// that a static library could drop).
 struct Backend {
   Allocator* allocator = nullptr;
   DeviceCopyFn copy = nullptr;
@@ -58,7 +58,6 @@ struct Backend {
 };
 Backend probe_backend();
 }  // namespace cuda
-#endif
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes);
 
 }  // namespace minigrad

@@ -38,12 +38,10 @@ struct Registry {
     static CpuAllocator cpu;
     allocators[static_cast<size_t>(DeviceType::CPU)] = &cpu;
     copies[static_cast<size_t>(DeviceType::CPU)] = &cpu_copy;
-#ifdef MINIGRAD_WITH_CUDA
     const cuda::Backend backend = cuda::probe_backend();
     allocators[static_cast<size_t>(DeviceType::CUDA)] = backend.allocator;
     copies[static_cast<size_t>(DeviceType::CUDA)] = backend.copy;
     kernels[static_cast<size_t>(DeviceType::CUDA)] = backend.kernels;
-#endif
   }
 };
 

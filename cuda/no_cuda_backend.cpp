@@ -1,5 +1,7 @@
 // The CUDA backend of a build without CUDA (MINIGRAD_CUDA=OFF, or no CUDA compiler found):
-// every entry point that ops/ calls, defined to raise an error that names the op.
+// every entry point that ops/ calls, defined to raise an error that names the op, and the
+// probe core makes at start-up, which finds no GPU (as a CUDA build does on a machine
+// without one).
 //
 // Why a stub and not a dispatch table. An op reaches a backend by one plain call, chosen by
 // the device of its tensors:
@@ -15,6 +17,7 @@
 // In a CPU-only build no tensor normally lives on a GPU (there is no CUDA allocator), so
 // these are reached only when something made one anyway: a device registered by a test, or
 // a program built against a CUDA build and linked against this one.
+#include "core/allocator.h"
 #include "core/error.h"
 #include "cuda/copy.h"
 #include "cuda/elementwise.h"
@@ -33,6 +36,8 @@ namespace {
 }
 
 }  // namespace
+
+Backend probe_backend() { return {}; }
 
 void copy_bytes_between(void*, Device, const void*, Device, size_t) { no_cuda_backend("copy"); }
 void copy_strided(const Tensor&, const Tensor&) { no_cuda_backend("copy"); }
