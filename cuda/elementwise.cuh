@@ -7,7 +7,7 @@
 // one instruction does (LDG.128 / STG.128): float4 for float32, 8 halves, 2 doubles.
 // N = 16 / (the widest operand's element size), one N for all operands, so that a thread
 // handles the same N elements of each (a comparison of floats reads 16 bytes and writes 4
-// bools). Loads and stores go through an integer of the vector's size (Word below).
+// bools). The vectors are cuda/vector.cuh's AlignedVector.
 //
 // The fast path, contiguous_kernel: every operand contiguous, of one shape, 16-byte aligned
 // (the common case: activations, their backward, same-shape arithmetic). Vector v of every
@@ -50,7 +50,6 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <utility>
 
 #include "core/shape.h"
@@ -58,6 +57,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/runtime.h"
 #include "cuda/strided_layout.cuh"
+#include "cuda/vector.cuh"
 #include "ops/elementwise_functors.h"
 
 namespace minigrad {
@@ -74,42 +74,10 @@ constexpr int kFullSM = 2048 / kThreads;   // blocks that fill an SM: 2048 threa
 template <int N>
 constexpr int kSlotsPerThread = N > 1 ? 1 : 8;
 
-// N elements of one operand, moved by one access (16 bytes when N * sizeof(T) == 16).
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
-// The unsigned integer of `bytes` bytes that a vector is loaded and stored as. Copying the
-// Vec itself is not enough: the compiler splits a copy of eight 2-byte structs (Half,
-// BFloat16) into eight 2-byte stores, which halved the bandwidth of every bf16 op.
-template <int bytes>
-struct Word;
-template <>
-struct Word<16> {
-  using type = uint4;
-};
-template <>
-struct Word<8> {
-  using type = uint2;
-};
-template <>
-struct Word<4> {
-  using type = uint32_t;
-};
-template <>
-struct Word<2> {
-  using type = uint16_t;
-};
-template <typename T, int N>
-using word_t = typename Word<static_cast<int>(sizeof(T)) * N>::type;
-
 // The elements per 16-byte access of the widest operand.
 template <typename... Ts>
 constexpr int vector_width() {
-  size_t widest = 1;
-  ((widest = std::max(widest, sizeof(Ts))), ...);
-  return static_cast<int>(16 / widest);
+  return std::min({kElementsPer16Bytes<Ts>...});
 }
 
 // The rows: the merged dims before the last (outer), and the last (columns). The outer
@@ -131,13 +99,6 @@ struct Operand {
 };
 
 // ---- device side ----
-
-// a / b for a >= 0, b > 0. A 32-bit division is a handful of instructions, a 64-bit one
-// several dozen (both are software on the GPU); the values nearly always fit in 32 bits.
-__device__ __forceinline__ int64_t divide(int64_t a, int64_t b) {
-  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-  return a / b;
-}
 
 // The row's coordinates in the outer dims, innermost first (row-major: the innermost
 // outer dim is the fastest).
@@ -161,7 +122,7 @@ __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t 
 #pragma unroll
   for (int d = 0; d + 1 < kOuterDims; ++d) {
     if (d + 1 >= rows.outer_ndim) break;  // the outermost dim takes what is left
-    const int64_t quotient = divide(row, rows.outer_sizes[d]);
+    const int64_t quotient = divide_index(row, rows.outer_sizes[d]);
     c.index[d] = row - quotient * rows.outer_sizes[d];
     c.index[d + 1] = quotient;
     row = quotient;
@@ -190,37 +151,34 @@ __device__ __forceinline__ RowOf<T> row_of(const Operand<T>& operand, const RowC
 // Slot `slot` of a row. N > 1: N consecutive elements in one aligned access, or one value
 // repeated when the stride is 0. N = 1: the element at slot x stride.
 template <int N, typename T>
-__device__ __forceinline__ Vec<T, N> load_slot(RowOf<const T> row, int64_t slot) {
-  Vec<T, N> x;
+__device__ __forceinline__ AlignedVector<T, N> load_slot(RowOf<const T> row, int64_t slot) {
+  AlignedVector<T, N> x;
   if constexpr (N == 1) {
-    x.v[0] = row.data[slot * row.stride];
+    x.values[0] = row.data[slot * row.stride];
   } else if (row.stride == 0) {
     const T value = row.data[0];
 #pragma unroll
-    for (int j = 0; j < N; ++j) x.v[j] = value;
+    for (int j = 0; j < N; ++j) x.values[j] = value;
   } else {
-    const word_t<T, N> bits = *reinterpret_cast<const word_t<T, N>*>(row.data + slot * N);
-    memcpy(&x, &bits, sizeof(x));
+    x = load_vector<N>(row.data + slot * N);
   }
   return x;
 }
 
 // The output's stride is 1 whenever N > 1 (the host checks).
 template <int N, typename T>
-__device__ __forceinline__ void store_slot(RowOf<T> row, int64_t slot, const Vec<T, N>& y) {
+__device__ __forceinline__ void store_slot(RowOf<T> row, int64_t slot, const AlignedVector<T, N>& y) {
   if constexpr (N == 1) {
-    row.data[slot * row.stride] = y.v[0];
+    row.data[slot * row.stride] = y.values[0];
   } else {
-    word_t<T, N> bits;
-    memcpy(&bits, &y, sizeof(bits));
-    *reinterpret_cast<word_t<T, N>*>(row.data + slot * N) = bits;
+    store_vector<N>(row.data + slot * N, y);
   }
 }
 
 // A thread's slots of one input, loaded together.
 template <typename T, int N>
 struct Chunk {
-  Vec<T, N> slot[kSlotsPerThread<N>];
+  AlignedVector<T, N> slot[kSlotsPerThread<N>];
 };
 
 template <int N, typename T>
@@ -252,9 +210,9 @@ __device__ __forceinline__ void map_slots(const F& f, RowOf<out_t> out, int64_t 
     for (int k = 0; k < kSlotsPerThread<N>; ++k) {
       const int64_t slot = first_slot + k * slot_step;
       if (slot < whole_slots) {
-        Vec<out_t, N> result;
+        AlignedVector<out_t, N> result;
 #pragma unroll
-        for (int j = 0; j < N; ++j) result.v[j] = apply_functor<out_t>(f, chunk.slot[k].v[j]...);
+        for (int j = 0; j < N; ++j) result.values[j] = apply_functor<out_t>(f, chunk.slot[k].values[j]...);
         store_slot<N>(out, slot, result);
       }
     }

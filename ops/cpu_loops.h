@@ -10,6 +10,7 @@
 // formula, one rounding, on either device.
 #include <array>
 
+#include "core/dispatch.h"
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
@@ -27,18 +28,6 @@ void check_same_dtype(const char* op, const char* a_name, const Tensor& a, const
 void check_same_device(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b);
 // Until the CUDA backend has a kernel for an op, its input must be on the CPU.
 void check_cpu(const char* op, const char* arg, const Tensor& t);
-
-// Calls f(T{}) with T the C++ type of a floating dtype (the caller has checked that it is one).
-template <typename F>
-void dispatch_floating(DType t, F&& f) {
-  switch (t) {
-    case DType::Float32: f(float{}); return;
-    case DType::Float64: f(double{}); return;
-    case DType::Float16: f(Half{}); return;
-    case DType::BFloat16: f(BFloat16{}); return;
-    default: MG_CHECK(false, "dispatch_floating: {} is not a floating dtype", t);
-  }
-}
 
 // ---- CPU maps: out[i] = f(a[i], b[i], ...) with inputs broadcast to out's shape ----
 
