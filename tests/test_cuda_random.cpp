@@ -7,6 +7,7 @@
 // Every case is skipped where no GPU is present.
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tests/cuda_test_support.h"
@@ -56,7 +57,7 @@ TEST_CASE("cuda rand: the same bits as the CPU's for the same generator state, e
           doctest::skip(!cuda_is_available())) {
   for (DType dtype : kFloatingDTypes) {
     for (const Shape& sizes : kShapes) {
-      INFO("dtype: " << dtype_name(dtype) << ", shape: " << shape_str(sizes));
+      INFO("dtype: " << std::string(dtype_name(dtype)) << ", shape: " << shape_str(sizes));
       const Draws d = draw_on_both([](const Shape& s, TensorOptions o) { return rand(s, o); }, sizes, dtype);
       CHECK(d.gpu.device() == kGpu);
       CHECK(d.gpu.dtype() == dtype);
@@ -76,7 +77,7 @@ TEST_CASE("cuda randn: the CPU's values within a few ulps, for the same generato
           doctest::skip(!cuda_is_available())) {
   for (DType dtype : kFloatingDTypes) {
     for (const Shape& sizes : kShapes) {
-      INFO("dtype: " << dtype_name(dtype) << ", shape: " << shape_str(sizes));
+      INFO("dtype: " << std::string(dtype_name(dtype)) << ", shape: " << shape_str(sizes));
       const Draws d = draw_on_both([](const Shape& s, TensorOptions o) { return randn(s, o); }, sizes, dtype);
       CHECK(d.gpu_offset_after == d.cpu_offset_after);
       const Tensor gpu = d.gpu.to(kCPU);
@@ -89,7 +90,7 @@ TEST_CASE("cuda randn: the CPU's values within a few ulps, for the same generato
       const double atol = dtype == kFloat64 ? 1e-15 : dtype == kFloat32 ? 1e-7 : dtype == kFloat16 ? 1e-7 : 1e-7;
       CHECK_ALLCLOSE(gpu, d.cpu, rtol, atol);
       const int64_t differing = differing_elements(gpu, d.cpu);
-      MESSAGE(dtype_name(dtype) << " " << shape_str(sizes) << ": " << differing << " of " << d.cpu.numel()
+      MESSAGE(std::string(dtype_name(dtype)) << " " << shape_str(sizes) << ": " << differing << " of " << d.cpu.numel()
                                 << " elements differ in their bits");
       // float64 may differ in the last bit or two of many elements (the libraries), and the
       // tolerance above bounds that. The narrower types round those doubles to the same
