@@ -5,8 +5,6 @@
 // helper that found the problem, so each public function passes its own name down.
 #include <cmath>
 
-#include "core/generator.h"
-#include "kernels/philox.h"
 #include "core/shape.h"
 #include "core/tensor.h"
 
@@ -79,9 +77,6 @@ TensorOptions like(const char* op, const Tensor& t) {
   return TensorOptions(t.dtype()).device(t.device());
 }
 
-// The seed and the stream of one random op, reserved together (core/generator.h).
-Generator::Stream reserve_stream() { return default_generator().reserve(); }
-
 }  // namespace
 
 Tensor empty(const Shape& sizes, TensorOptions options) {
@@ -140,54 +135,7 @@ Tensor arange(double start, double end, double step, TensorOptions options) {
 
 Tensor arange(int64_t end, TensorOptions options) { return arange(0.0, static_cast<double>(end), 1.0, options); }
 
-// Uniform [0, 1): element i takes word i % 4 of Philox block i / 4 (two words per double).
-Tensor rand(const Shape& sizes, TensorOptions options) {
-  MG_CHECK(is_floating(options.dtype_), "rand: needs a floating-point dtype, got {}", options.dtype_);
-  Tensor host = empty_for("rand", sizes, options.dtype_, kCPU);
-  const Generator::Stream stream = reserve_stream();
-  const uint64_t seed = stream.seed, offset = stream.offset;
-  if (options.dtype_ == kFloat64) {
-    fill_cpu(host, [&](int64_t i) {
-      const auto block = philox::random_block(seed, offset, static_cast<uint64_t>(i) / 2);
-      const int lane = static_cast<int>(i % 2) * 2;
-      return philox::uniform_double(philox::word(block, lane), philox::word(block, lane + 1));
-    });
-  } else {
-    fill_cpu(host, [&](int64_t i) {
-      const auto block = philox::random_block(seed, offset, static_cast<uint64_t>(i) / 4);
-      return static_cast<double>(philox::uniform_float(philox::word(block, static_cast<int>(i % 4))));
-    });
-  }
-  return finish(std::move(host), options);
-}
-
-// Standard normal by Box-Muller: each pair of uniforms (u1, u2) gives two normals.
-Tensor randn(const Shape& sizes, TensorOptions options) {
-  MG_CHECK(is_floating(options.dtype_), "randn: needs a floating-point dtype, got {}", options.dtype_);
-  Tensor host = empty_for("randn", sizes, options.dtype_, kCPU);
-  const Generator::Stream stream = reserve_stream();
-  const uint64_t seed = stream.seed, offset = stream.offset;
-  constexpr double kTwoPi = 6.283185307179586;
-  // Element i belongs to pair i / 2; the pair's two uniforms come from Philox block
-  // (i / 2) / 2 (float: two words each) or i / 2 (double: four words, two per uniform).
-  fill_cpu(host, [&](int64_t i) {
-    const uint64_t pair = static_cast<uint64_t>(i) / 2;
-    double u1, u2;
-    if (options.dtype_ == kFloat64) {
-      const auto b = philox::random_block(seed, offset, pair);
-      u1 = philox::uniform_double(b.x, b.y);
-      u2 = philox::uniform_double(b.z, b.w);
-    } else {
-      const auto b = philox::random_block(seed, offset, pair / 2);
-      const int lane = static_cast<int>(pair % 2) * 2;
-      u1 = philox::uniform_float(philox::word(b, lane));
-      u2 = philox::uniform_float(philox::word(b, lane + 1));
-    }
-    const double radius = std::sqrt(-2.0 * std::log(1.0 - u1));  // 1 - u1 is in (0, 1]: log is finite
-    return (i % 2 == 0) ? radius * std::cos(kTwoPi * u2) : radius * std::sin(kTwoPi * u2);
-  });
-  return finish(std::move(host), options);
-}
+// rand and randn are in ops/random.cpp: they draw on the tensor's device.
 
 // The values are stored as T first, then converted when the options name another dtype:
 // the conversion is then the one Tensor::to does.

@@ -316,7 +316,8 @@ Tensor scalar_tensor(double value, TensorOptions options = {});
 // [start, end) in steps of `step`; int64 unless options say otherwise.
 Tensor arange(double start, double end, double step = 1.0, TensorOptions options = TensorOptions(kInt64));
 Tensor arange(int64_t end, TensorOptions options = TensorOptions(kInt64));
-// Uniform in [0, 1) and standard normal, from the default generator (core/generator.h).
+// Uniform in [0, 1) and standard normal, from the default generator (core/generator.h),
+// drawn on the tensor's device, the same values on either (ops/random.cpp).
 Tensor rand(const Shape& sizes, TensorOptions options = {});
 Tensor randn(const Shape& sizes, TensorOptions options = {});
 // A tensor holding a copy of `values`, in the dtype of T unless options name another.

@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "core/shape.h"
-#include "cuda/aligned_vector.cuh"
+#include "cuda/vector.cuh"
 #include "cuda/convert.cuh"
 #include "cuda/copy.h"
 #include "cuda/runtime.h"

@@ -1,14 +1,20 @@
 #pragma once
 // The CUDA elementwise engine (declared in cuda/elementwise.h): two kernel templates serve
-// every elementwise op, with one, two or three inputs, contiguous or strided, broadcast or
-// not. The cuda/elementwise_*.cu files compile them for the entries of
+// every elementwise op, with one to four inputs, one output or two, contiguous or strided,
+// broadcast or not. The cuda/elementwise_*.cu files compile them for the entries of
 // kernels/elementwise_list.h.
+//
+// Functors. Each is called with its inputs' values, or with the output element's linear
+// index first when it declares kTakesIndex; one that returns an OutputPair writes two
+// outputs (launch_elementwise2). Both conventions are kernels/elementwise_functors.h's, and the
+// CPU loops honour them too. A map with one output carries a second of type NoOutput,
+// which every access skips at compile time: one kernel template serves both.
 //
 // Vectors. Each thread moves 16 bytes of an operand per access, the widest load or store
 // one instruction does (LDG.128 / STG.128): float4 for float32, 8 halves, 2 doubles.
 // N = 16 / (the widest operand's element size), one N for all operands, so that a thread
 // handles the same N elements of each (a comparison of floats reads 16 bytes and writes 4
-// bools). Loads and stores go through an integer of the vector's size (Word below).
+// bools). The vectors are cuda/vector.cuh's AlignedVector.
 //
 // The fast path, contiguous_kernel: every operand contiguous, of one shape, 16-byte aligned
 // (the common case: activations, their backward, same-shape arithmetic). Vector v of every
@@ -51,7 +57,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "core/shape.h"
@@ -59,6 +65,7 @@
 #include "cuda/elementwise.h"
 #include "cuda/runtime.h"
 #include "cuda/strided_layout.cuh"
+#include "cuda/vector.cuh"
 #include "kernels/elementwise_functors.h"
 
 namespace minigrad {
@@ -69,48 +76,21 @@ constexpr int kThreads = 128;
 constexpr int64_t kMaxGridX = 2147483647;  // the hardware's limits on gridDim.x
 constexpr int64_t kMaxGridY = 65535;       // and gridDim.y
 constexpr int kFullSM = 2048 / kThreads;   // blocks that fill an SM: 2048 threads on sm_80 and sm_90
+// Operands of one map: an output and four inputs (AdamW's p, g, m, v), or two outputs and
+// three inputs. Each is 80 bytes of rows_kernel's parameters, far below the 4 KiB limit.
+constexpr int kMaxOperands = 5;
+
+using elementwise::NoOutput;  // the second output of a map that has one
 
 // The slots a thread loads before computing: one 16-byte vector of each operand, or 8
 // single elements when N = 1.
 template <int N>
 constexpr int kSlotsPerThread = N > 1 ? 1 : 8;
 
-// N elements of one operand, moved by one access (16 bytes when N * sizeof(T) == 16).
-template <typename T, int N>
-struct alignas(sizeof(T) * N) Vec {
-  T v[N];
-};
-
-// The unsigned integer of `bytes` bytes that a vector is loaded and stored as. Copying the
-// Vec itself is not enough: the compiler splits a copy of eight 2-byte structs (Half,
-// BFloat16) into eight 2-byte stores, which halved the bandwidth of every bf16 op.
-template <int bytes>
-struct Word;
-template <>
-struct Word<16> {
-  using type = uint4;
-};
-template <>
-struct Word<8> {
-  using type = uint2;
-};
-template <>
-struct Word<4> {
-  using type = uint32_t;
-};
-template <>
-struct Word<2> {
-  using type = uint16_t;
-};
-template <typename T, int N>
-using word_t = typename Word<static_cast<int>(sizeof(T)) * N>::type;
-
 // The elements per 16-byte access of the widest operand.
 template <typename... Ts>
 constexpr int vector_width() {
-  size_t widest = 1;
-  ((widest = std::max(widest, sizeof(Ts))), ...);
-  return static_cast<int>(16 / widest);
+  return std::min({kElementsPer16Bytes<Ts>...});
 }
 
 // The rows: the merged dims before the last (outer), and the last (columns). The outer
@@ -132,13 +112,6 @@ struct Operand {
 };
 
 // ---- device side ----
-
-// a / b for a >= 0, b > 0. A 32-bit division is a handful of instructions, a 64-bit one
-// several dozen (both are software on the GPU); the values nearly always fit in 32 bits.
-__device__ __forceinline__ int64_t divide(int64_t a, int64_t b) {
-  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-  return a / b;
-}
 
 // The row's coordinates in the outer dims, innermost first (row-major: the innermost
 // outer dim is the fastest).
@@ -162,7 +135,7 @@ __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t 
 #pragma unroll
   for (int d = 0; d + 1 < kOuterDims; ++d) {
     if (d + 1 >= rows.outer_ndim) break;  // the outermost dim takes what is left
-    const int64_t quotient = divide(row, rows.outer_sizes[d]);
+    const int64_t quotient = divide_index(row, rows.outer_sizes[d]);
     c.index[d] = row - quotient * rows.outer_sizes[d];
     c.index[d + 1] = quotient;
     row = quotient;
@@ -170,6 +143,7 @@ __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t 
   return c;
 }
 
+// One row of one operand: where it starts, and the stride between its columns.
 // One row of one operand: where it starts, and the stride between its columns.
 template <typename T>
 struct RowOf {
@@ -179,49 +153,53 @@ struct RowOf {
 
 template <int kOuterDims, typename T>
 __device__ __forceinline__ RowOf<T> row_of(const Operand<T>& operand, const RowCoordinates& c, int outer_ndim) {
-  int64_t offset = 0;
+  if constexpr (std::is_same_v<std::remove_const_t<T>, NoOutput>) {
+    return {nullptr, 0};  // a map with one output: nothing to find
+  } else {
+    int64_t offset = 0;
 #pragma unroll
-  for (int d = 0; d < kOuterDims; ++d) {
-    if (d >= outer_ndim) break;
-    offset += c.index[d] * operand.outer_strides[d];
+    for (int d = 0; d < kOuterDims; ++d) {
+      if (d >= outer_ndim) break;
+      offset += c.index[d] * operand.outer_strides[d];
+    }
+    return {operand.data + offset, operand.column_stride};
   }
-  return {operand.data + offset, operand.column_stride};
 }
 
 // Slot `slot` of a row. N > 1: N consecutive elements in one aligned access, or one value
 // repeated when the stride is 0. N = 1: the element at slot x stride.
 template <int N, typename T>
-__device__ __forceinline__ Vec<T, N> load_slot(RowOf<const T> row, int64_t slot) {
-  Vec<T, N> x;
+__device__ __forceinline__ AlignedVector<T, N> load_slot(RowOf<const T> row, int64_t slot) {
+  AlignedVector<T, N> x;
   if constexpr (N == 1) {
-    x.v[0] = row.data[slot * row.stride];
+    x.values[0] = row.data[slot * row.stride];
   } else if (row.stride == 0) {
     const T value = row.data[0];
 #pragma unroll
-    for (int j = 0; j < N; ++j) x.v[j] = value;
+    for (int j = 0; j < N; ++j) x.values[j] = value;
   } else {
-    const word_t<T, N> bits = *reinterpret_cast<const word_t<T, N>*>(row.data + slot * N);
-    memcpy(&x, &bits, sizeof(x));
+    x = load_vector<N>(row.data + slot * N);
   }
   return x;
 }
 
-// The output's stride is 1 whenever N > 1 (the host checks).
+// The output's stride is 1 whenever N > 1 (the host checks). The second output of a map
+// that has one output (NoOutput) is not stored.
 template <int N, typename T>
-__device__ __forceinline__ void store_slot(RowOf<T> row, int64_t slot, const Vec<T, N>& y) {
-  if constexpr (N == 1) {
-    row.data[slot * row.stride] = y.v[0];
+__device__ __forceinline__ void store_slot(RowOf<T> row, int64_t slot, const AlignedVector<T, N>& y) {
+  if constexpr (std::is_same_v<T, NoOutput>) {
+    return;
+  } else if constexpr (N == 1) {
+    row.data[slot * row.stride] = y.values[0];
   } else {
-    word_t<T, N> bits;
-    memcpy(&bits, &y, sizeof(bits));
-    *reinterpret_cast<word_t<T, N>*>(row.data + slot * N) = bits;
+    store_vector<N>(row.data + slot * N, y);
   }
 }
 
 // A thread's slots of one input, loaded together.
 template <typename T, int N>
 struct Chunk {
-  Vec<T, N> slot[kSlotsPerThread<N>];
+  AlignedVector<T, N> slot[kSlotsPerThread<N>];
 };
 
 template <int N, typename T>
@@ -236,27 +214,65 @@ __device__ __forceinline__ Chunk<T, N> load_chunk(RowOf<const T> row, int64_t fi
   return chunk;
 }
 
-// One element: the inputs in their compute types, f, the result rounded to out_t.
-template <typename out_t, typename F, typename... in_t>
-__device__ __forceinline__ out_t apply_functor(const F& f, in_t... x) {
-  return convert_element<out_t>(f(convert_element<compute_t<in_t>>(x)...));
+// One element: the inputs in their compute types, f (given the output element's linear
+// index when it takes one: call_functor), its result rounded to out0_t; or, for a functor
+// that returns an OutputPair, both results rounded to out0_t and out1_t. An index that f
+// does not take is dead code, removed by the compiler.
+template <typename out0_t, typename out1_t>
+struct ElementResults {
+  out0_t first;
+  out1_t second;
+};
+
+template <typename out0_t, typename out1_t, typename F, typename... in_t>
+__device__ __forceinline__ ElementResults<out0_t, out1_t> apply_functor(const F& f, int64_t index, in_t... x) {
+  const auto result = elementwise::call_functor(f, index, convert_element<compute_t<in_t>>(x)...);
+  if constexpr (std::is_same_v<out1_t, NoOutput>) {
+    static_assert(!elementwise::is_output_pair<std::remove_cv_t<decltype(result)>>::value,
+                  "a functor that returns an OutputPair needs two outputs: launch_elementwise2");
+    return {convert_element<out0_t>(result), NoOutput{}};
+  } else {
+    static_assert(elementwise::is_output_pair<std::remove_cv_t<decltype(result)>>::value,
+                  "launch_elementwise2 needs a functor that returns an OutputPair");
+    return {convert_element<out0_t>(result.first), convert_element<out1_t>(result.second)};
+  }
+}
+
+// Element `column` of a row, whose first element has the linear index row_index, computed
+// and stored one at a time (the tails that make no whole vector).
+template <typename out0_t, typename out1_t, typename F, typename... in_t>
+__device__ __forceinline__ void map_element(const F& f, int64_t row_index, int64_t column, RowOf<out0_t> out0,
+                                            RowOf<out1_t> out1, RowOf<const in_t>... in) {
+  const ElementResults<out0_t, out1_t> y =
+      apply_functor<out0_t, out1_t>(f, row_index + column, in.data[column * in.stride]...);
+  out0.data[column * out0.stride] = y.first;
+  if constexpr (!std::is_same_v<out1_t, NoOutput>) out1.data[column * out1.stride] = y.second;
 }
 
 // A thread's share of a row: slots first_slot, first_slot + slot_step, ... (those below
 // whole_slots), loaded, computed and stored. The chunks are the arguments of
-// compute_and_store, so every load is issued before the first value is used.
-template <int N, typename out_t, typename F, typename... in_t>
-__device__ __forceinline__ void map_slots(const F& f, RowOf<out_t> out, int64_t first_slot, int slot_step,
-                                          int64_t whole_slots, RowOf<const in_t>... in) {
+// compute_and_store, so every load is issued before the first value is used. row_index is
+// the linear index of the row's first element (the index of column c is row_index + c).
+template <int N, typename out0_t, typename out1_t, typename F, typename... in_t>
+__device__ __forceinline__ void map_slots(const F& f, int64_t row_index, RowOf<out0_t> out0, RowOf<out1_t> out1,
+                                          int64_t first_slot, int slot_step, int64_t whole_slots,
+                                          RowOf<const in_t>... in) {
   auto compute_and_store = [&](const Chunk<in_t, N>&... chunk) {
 #pragma unroll
     for (int k = 0; k < kSlotsPerThread<N>; ++k) {
       const int64_t slot = first_slot + k * slot_step;
       if (slot < whole_slots) {
-        Vec<out_t, N> result;
+        AlignedVector<out0_t, N> result0;
+        AlignedVector<out1_t, N> result1;
 #pragma unroll
-        for (int j = 0; j < N; ++j) result.v[j] = apply_functor<out_t>(f, chunk.slot[k].v[j]...);
-        store_slot<N>(out, slot, result);
+        for (int j = 0; j < N; ++j) {
+          const ElementResults<out0_t, out1_t> y =
+              apply_functor<out0_t, out1_t>(f, row_index + slot * N + j, chunk.slot[k].values[j]...);
+          result0.values[j] = y.first;
+          result1.values[j] = y.second;
+        }
+        store_slot<N>(out0, slot, result0);
+        store_slot<N>(out1, slot, result1);
       }
     }
   };
@@ -266,21 +282,26 @@ __device__ __forceinline__ void map_slots(const F& f, RowOf<out_t> out, int64_t 
 // The fast path: every operand contiguous, of one shape, aligned to N elements, so vector v
 // of each is at data + v * N. One tile of kThreads x kSlotsPerThread vectors per block; the
 // loop runs once unless the tensor has more tiles than the grid can number.
-template <int N, typename out_t, typename F, typename... in_t>
-__global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, out_t* out, const in_t*... in) {
+template <int N, typename out0_t, typename out1_t, typename F, typename... in_t>
+__global__ void __launch_bounds__(kThreads)
+    contiguous_kernel(F f, int64_t n, out0_t* out0, out1_t* out1, const in_t*... in) {
   const int64_t vectors = n / N;
   const int64_t tile = int64_t{kThreads} * kSlotsPerThread<N>;
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * tile + threadIdx.x; first < vectors;
        first += static_cast<int64_t>(gridDim.x) * tile)
-    map_slots<N>(f, RowOf<out_t>{out, 1}, first, kThreads, vectors, RowOf<const in_t>{in, 1}...);
+    map_slots<N>(f, 0, RowOf<out0_t>{out0, 1}, RowOf<out1_t>{out1, 1}, first, kThreads, vectors,
+                 RowOf<const in_t>{in, 1}...);
   // The last n % N elements make no whole vector: one each, by the first threads of block 0.
   const int64_t element = vectors * N + threadIdx.x;
-  if (blockIdx.x == 0 && element < n) out[element] = apply_functor<out_t>(f, in[element]...);
+  if (blockIdx.x == 0 && element < n)
+    map_element(f, 0, element, RowOf<out0_t>{out0, 1}, RowOf<out1_t>{out1, 1}, RowOf<const in_t>{in, 1}...);
 }
 
 // Everything else: rows (see the top of this file). 2^row_shift threads share a row;
 // blockIdx.x numbers the row's tiles and blockIdx.y the groups of rows (a block loops over
 // groups only beyond the grid's 65535 in y). At most kOuterDims outer dims (unravel_row).
+// Merging dims keeps their row-major order, so row r's first element has the output's
+// linear index r x columns.
 //
 // Registers: with one slot a thread, the bytes in flight are the resident threads' loads,
 // so a kernel that leaves SMs part empty runs slower. Written plainly, this kernel takes 40
@@ -290,9 +311,9 @@ __global__ void __launch_bounds__(kThreads) contiguous_kernel(F f, int64_t n, ou
 // ptxas then spills a few bytes in three ops (division, where, pow; 4-36 bytes), none in
 // the others. Wider types spill more under the cap (up to 220 bytes for double division)
 // and keep 40.
-template <int N, int kOuterDims, typename out_t, typename F, typename... in_t>
+template <int N, int kOuterDims, typename out0_t, typename out1_t, typename F, typename... in_t>
 __global__ void __launch_bounds__(kThreads, kOuterDims == 1 && N == 8 ? kFullSM : 1)
-    rows_kernel(F f, Rows rows, Operand<out_t> out, Operand<const in_t>... in) {
+    rows_kernel(F f, Rows rows, Operand<out0_t> out0, Operand<out1_t> out1, Operand<const in_t>... in) {
   const int slot_step = 1 << rows.row_shift;
   const int rows_per_block = kThreads >> rows.row_shift;
   const int thread = static_cast<int>(threadIdx.x);
@@ -302,25 +323,26 @@ __global__ void __launch_bounds__(kThreads, kOuterDims == 1 && N == 8 ? kFullSM 
   for (int64_t row = static_cast<int64_t>(blockIdx.y) * rows_per_block + (thread >> rows.row_shift);
        row < rows.count; row += static_cast<int64_t>(gridDim.y) * rows_per_block) {
     const RowCoordinates coordinates = unravel_row<kOuterDims>(rows, row);
+    const int64_t row_index = row * rows.columns;
     // Where the row starts in each operand, found once and used by the vectors and the tail.
-    auto map_row = [&](RowOf<out_t> out_row, RowOf<const in_t>... in_rows) {
-      map_slots<N>(f, out_row, first_slot, slot_step, whole_slots, in_rows...);
+    auto map_row = [&](RowOf<out0_t> out0_row, RowOf<out1_t> out1_row, RowOf<const in_t>... in_rows) {
+      map_slots<N>(f, row_index, out0_row, out1_row, first_slot, slot_step, whole_slots, in_rows...);
       // The row's last columns % N elements, one at a time, by the thread whose next slot
-      // they would be. The output's stride is 1 here (N > 1).
+      // they would be. The outputs' stride is 1 here (N > 1), said so to the compiler.
       if constexpr (N > 1) {
         const int leftover = static_cast<int>(rows.columns - whole_slots * N);
 #pragma unroll
         for (int k = 0; k < kSlotsPerThread<N>; ++k) {
           if (leftover > 0 && first_slot + k * slot_step == whole_slots) {
-            for (int j = 0; j < leftover; ++j) {
-              const int64_t column = whole_slots * N + j;
-              out_row.data[column] = apply_functor<out_t>(f, in_rows.data[column * in_rows.stride]...);
-            }
+            for (int j = 0; j < leftover; ++j)
+              map_element(f, row_index, whole_slots * N + j, RowOf<out0_t>{out0_row.data, 1},
+                          RowOf<out1_t>{out1_row.data, 1}, in_rows...);
           }
         }
       }
     };
-    map_row(row_of<kOuterDims>(out, coordinates, rows.outer_ndim),
+    map_row(row_of<kOuterDims>(out0, coordinates, rows.outer_ndim),
+            row_of<kOuterDims>(out1, coordinates, rows.outer_ndim),
             row_of<kOuterDims>(in, coordinates, rows.outer_ndim)...);
   }
 }
@@ -342,14 +364,14 @@ Operand<T> make_operand(void* data, const StridedLayout<kOperands>& layout, int 
 
 // Whether every operand can be accessed n elements at a time along its rows: stride 1 and
 // each row start aligned to n elements (the pointer, and every stride between rows), or,
-// for an input, stride 0. Operand 0 is the output.
+// for an input, stride 0. Operands 0 .. outputs - 1 are the outputs.
 template <int kOperands>
 bool rows_allow_vectors(const StridedLayout<kOperands>& layout, const std::array<const void*, kOperands>& data,
-                        const std::array<size_t, kOperands>& element_sizes, int n) {
+                        const std::array<size_t, kOperands>& element_sizes, int outputs, int n) {
   if (layout.ndim == 0 || layout.sizes[layout.ndim - 1] < n) return false;
   for (int k = 0; k < kOperands; ++k) {
     const int64_t column_stride = layout.strides[k][layout.ndim - 1];
-    if (k > 0 && column_stride == 0) continue;
+    if (k >= outputs && column_stride == 0) continue;
     if (column_stride != 1) return false;
     if (reinterpret_cast<uintptr_t>(data[k]) % (n * element_sizes[k]) != 0) return false;
     for (int d = 0; d + 1 < layout.ndim; ++d)
@@ -360,38 +382,55 @@ bool rows_allow_vectors(const StridedLayout<kOperands>& layout, const std::array
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-template <typename out_t, typename... in_t>
+// One map: out0 (and out1 when out1_t is not NoOutput) = f(inputs...). The layout's
+// operands are the outputs, then the inputs.
+template <typename out0_t, typename out1_t, typename... in_t>
 struct Launcher {
-  static constexpr int kOperands = 1 + static_cast<int>(sizeof...(in_t));
-  static constexpr int kVector = vector_width<out_t, in_t...>();
+  static constexpr int kOutputs = std::is_same_v<out1_t, NoOutput> ? 1 : 2;
+  static constexpr int kOperands = kOutputs + static_cast<int>(sizeof...(in_t));
+  static constexpr int kVector = vector_width<out0_t, out1_t, in_t...>();  // NoOutput (1 byte) never narrows it
   using Inputs = std::array<const Tensor*, sizeof...(in_t)>;
 
   template <typename F>
-  static void run(const char* op, const Tensor& out, const Inputs& inputs, const F& f) {
-    if (out.numel() == 0) return;
-    run_with(op, out, inputs, f, std::index_sequence_for<in_t...>{});
+  static void run(const char* op, const Tensor& out0, const Tensor* out1, const Inputs& inputs, const F& f) {
+    static_assert(kOperands <= kMaxOperands, "too many operands for one elementwise map");
+    if (out0.numel() == 0) return;
+    run_with(op, out0, out1, inputs, f, std::index_sequence_for<in_t...>{});
   }
 
-  // I... numbers the inputs: input I is operand I + 1 of the layout.
+  // I... numbers the inputs: input I is operand kOutputs + I of the layout.
   template <typename F, size_t... I>
-  static void run_with(const char* op, const Tensor& out, const Inputs& inputs, const F& f,
+  static void run_with(const char* op, const Tensor& out0, const Tensor* out1, const Inputs& inputs, const F& f,
                        std::index_sequence<I...>) {
-    const std::array<Shape, sizeof...(in_t)> input_strides = {broadcast_strides(*inputs[I], out.sizes())...};
-    const StridedLayout<kOperands> layout =
-        make_strided_layout<kOperands>(out.sizes(), {out.strides().data(), input_strides[I].data()...}, op);
-    const std::array<const void*, kOperands> data = {out.raw_data(), inputs[I]->raw_data()...};
-    const bool vectorized = rows_allow_vectors<kOperands>(layout, data, {sizeof(out_t), sizeof(in_t)...}, kVector);
+    const std::array<Shape, sizeof...(in_t)> input_strides = {broadcast_strides(*inputs[I], out0.sizes())...};
+    std::array<const int64_t*, kOperands> strides{};
+    std::array<const void*, kOperands> data{};
+    std::array<size_t, kOperands> element_sizes{};
+    strides[0] = out0.strides().data();
+    data[0] = out0.raw_data();
+    element_sizes[0] = sizeof(out0_t);
+    if constexpr (kOutputs == 2) {
+      strides[1] = out1->strides().data();
+      data[1] = out1->raw_data();
+      element_sizes[1] = sizeof(out1_t);
+    }
+    ((strides[kOutputs + I] = input_strides[I].data(), data[kOutputs + I] = inputs[I]->raw_data(),
+      element_sizes[kOutputs + I] = sizeof(in_t)),
+     ...);
+    const StridedLayout<kOperands> layout = make_strided_layout<kOperands>(out0.sizes(), strides, op);
+    const bool vectorized = rows_allow_vectors<kOperands>(layout, data, element_sizes, kOutputs, kVector);
 
-    const int device = out.device().index;
+    const int device = out0.device().index;
     DeviceGuard guard(device);
     const cudaStream_t stream = current_stream(device);
+    out1_t* const out1_data = kOutputs == 2 ? static_cast<out1_t*>(out1->raw_data()) : nullptr;
 
     if (vectorized && layout.is_contiguous()) {
-      const int64_t n = out.numel();
+      const int64_t n = out0.numel();
       const int64_t tiles = ceil_div(n / kVector, int64_t{kThreads} * kSlotsPerThread<kVector>);
       const auto blocks = static_cast<unsigned int>(std::clamp<int64_t>(tiles, 1, kMaxGridX));
-      contiguous_kernel<kVector, out_t, F, in_t...><<<blocks, kThreads, 0, stream>>>(
-          f, n, static_cast<out_t*>(out.raw_data()), static_cast<const in_t*>(data[I + 1])...);
+      contiguous_kernel<kVector, out0_t, out1_t, F, in_t...><<<blocks, kThreads, 0, stream>>>(
+          f, n, static_cast<out0_t*>(out0.raw_data()), out1_data, static_cast<const in_t*>(data[kOutputs + I])...);
       MG_CUDA_CHECK_LAUNCH(op);
       return;
     }
@@ -414,18 +453,23 @@ struct Launcher {
     MG_CHECK(tiles <= kMaxGridX, "{}: a row of {} elements is too long for the grid", op, rows.columns);
     const int64_t groups_in_grid = std::min(row_groups, kMaxGridY);
     const dim3 grid(static_cast<unsigned int>(tiles), static_cast<unsigned int>(groups_in_grid));
-    const Operand<out_t> out_operand = make_operand<out_t>(out.raw_data(), layout, 0);
+    const Operand<out0_t> out0_operand = make_operand<out0_t>(out0.raw_data(), layout, 0);
+    Operand<out1_t> out1_operand;
+    if constexpr (kOutputs == 2) out1_operand = make_operand<out1_t>(out1_data, layout, 1);
     // Three kernels: vectors with one outer dim (the common broadcast), vectors with more,
     // and single elements (strided or misaligned operands, any number of dims).
     if (vectorized && rows.outer_ndim <= 1)
-      rows_kernel<kVector, 1, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
-          f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
+      rows_kernel<kVector, 1, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+          f, rows, out0_operand, out1_operand,
+          make_operand<const in_t>(inputs[I]->raw_data(), layout, kOutputs + I)...);
     else if (vectorized)
-      rows_kernel<kVector, kMaxDims, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
-          f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
+      rows_kernel<kVector, kMaxDims, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+          f, rows, out0_operand, out1_operand,
+          make_operand<const in_t>(inputs[I]->raw_data(), layout, kOutputs + I)...);
     else
-      rows_kernel<1, kMaxDims, out_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
-          f, rows, out_operand, make_operand<const in_t>(inputs[I]->raw_data(), layout, I + 1)...);
+      rows_kernel<1, kMaxDims, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+          f, rows, out0_operand, out1_operand,
+          make_operand<const in_t>(inputs[I]->raw_data(), layout, kOutputs + I)...);
     MG_CUDA_CHECK_LAUNCH(op);
   }
 };
@@ -433,9 +477,11 @@ struct Launcher {
 }  // namespace elementwise_engine
 
 template <typename F, typename out_t, typename... in_t>
-void ElementwiseKernel<F, out_t, in_t...>::launch(const char* op, const Tensor& out, const Inputs& inputs,
-                                                   const F& f) {
-  elementwise_engine::Launcher<out_t, in_t...>::run(op, out, inputs, f);
+void ElementwiseKernel<F, out_t, in_t...>::launch(const char* op, const Tensor& out0, const Tensor* out1,
+                                                   const Inputs& inputs, const F& f) {
+  using Outputs = elementwise::output_types<out_t>;
+  elementwise_engine::Launcher<typename Outputs::first, typename Outputs::second, in_t...>::run(op, out0, out1,
+                                                                                              inputs, f);
 }
 
 }  // namespace cuda

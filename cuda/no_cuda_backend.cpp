@@ -20,49 +20,44 @@
 #include "core/allocator.h"
 #include "core/error.h"
 #include "cuda/copy.h"
-#include "cuda/elementwise.h"
+#include "cuda/elementwise_stub.h"
 #include "cuda/matmul.h"
+#include "cuda/random.h"
 #include "cuda/reduce.h"
 #include "cuda/softmax.h"
 
 namespace minigrad {
 namespace cuda {
-namespace {
 
-[[noreturn]] void no_cuda_backend(const char* op) {
+void raise_no_cuda_backend(const char* op) {
   detail::throw_error(fmt::format("{}: this op has no CUDA backend in this build (minigrad was built without "
                                   "CUDA: MINIGRAD_CUDA=OFF, or no CUDA compiler was found)",
                                   op));
 }
 
-}  // namespace
-
 Backend probe_backend() { return {}; }
 
-void copy_bytes_between(void*, Device, const void*, Device, size_t) { no_cuda_backend("copy"); }
-void copy_strided(const Tensor&, const Tensor&) { no_cuda_backend("copy"); }
-void fill(const Tensor&, double) { no_cuda_backend("fill_"); }
+void copy_bytes_between(void*, Device, const void*, Device, size_t) { raise_no_cuda_backend("copy"); }
+void copy_strided(const Tensor&, const Tensor&) { raise_no_cuda_backend("copy"); }
+void fill(const Tensor&, double) { raise_no_cuda_backend("fill_"); }
 
-void sum_reduce(const Tensor&, const std::vector<bool>&, double, const Tensor&) { no_cuda_backend("sum"); }
-void max_reduce(const Tensor&, int64_t, const Tensor&, const Tensor&) { no_cuda_backend("max"); }
+void sum_reduce(const Tensor&, const std::vector<bool>&, double, const Tensor&) { raise_no_cuda_backend("sum"); }
+void max_reduce(const Tensor&, int64_t, const Tensor&, const Tensor&) { raise_no_cuda_backend("max"); }
 
-void softmax_rows(const Tensor&, const Tensor&, bool log) { no_cuda_backend(log ? "log_softmax" : "softmax"); }
+void softmax_rows(const Tensor&, const Tensor&, bool log) { raise_no_cuda_backend(log ? "log_softmax" : "softmax"); }
 void softmax_backward_rows(const Tensor&, const Tensor&, const Tensor&, bool log) {
-  no_cuda_backend(log ? "log_softmax_backward" : "softmax_backward");
+  raise_no_cuda_backend(log ? "log_softmax_backward" : "softmax_backward");
 }
 
-void matmul(const Tensor&, const Tensor&, const Tensor&) { no_cuda_backend("matmul"); }
-void set_matmul_allow_tf32(bool) { no_cuda_backend("set_matmul_allow_tf32"); }
-bool matmul_allow_tf32() { no_cuda_backend("matmul_allow_tf32"); }
+void matmul(const Tensor&, const Tensor&, const Tensor&) { raise_no_cuda_backend("matmul"); }
+void set_matmul_allow_tf32(bool) { raise_no_cuda_backend("set_matmul_allow_tf32"); }
+bool matmul_allow_tf32() { raise_no_cuda_backend("matmul_allow_tf32"); }
+
+void fill_uniform(const Tensor&, uint64_t, uint64_t) { raise_no_cuda_backend("rand"); }
+void fill_normal(const Tensor&, uint64_t, uint64_t) { raise_no_cuda_backend("randn"); }
 
 // The elementwise engine: the same entries as a CUDA build compiles (kernels/elementwise_list.h).
-template <typename F, typename out_t, typename... in_t>
-void ElementwiseKernel<F, out_t, in_t...>::launch(const char* op, const Tensor&, const Inputs&, const F&) {
-  no_cuda_backend(op);
-}
-#define MG_STUB_ELEMENTWISE(F, ...) template struct ElementwiseKernel<F, __VA_ARGS__>;
 MG_ELEMENTWISE_KERNELS(MG_STUB_ELEMENTWISE)
-#undef MG_STUB_ELEMENTWISE
 
 }  // namespace cuda
 }  // namespace minigrad

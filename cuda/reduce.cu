@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "core/shape.h"
-#include "cuda/aligned_vector.cuh"
+#include "cuda/vector.cuh"
 #include "cuda/block_reduce.cuh"
 #include "cuda/convert.cuh"
 #include "cuda/reduce.h"

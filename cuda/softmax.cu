@@ -22,18 +22,17 @@
 #include <limits>
 #include <type_traits>
 
-#include "cuda/aligned_vector.cuh"
+#include "core/dispatch.h"
 #include "cuda/block_reduce.cuh"
 #include "cuda/convert.cuh"
 #include "cuda/runtime.h"
 #include "cuda/softmax.h"
+#include "cuda/vector.cuh"
+#include "kernels/elementwise_functors.h"  // compute_t: the half types in float, the others as themselves
 
 namespace minigrad {
 namespace cuda {
 namespace {
-
-template <typename T>
-using compute_t = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // Elements each thread holds in registers, at most.
 constexpr int kElementsPerThread = 32;
@@ -365,15 +364,6 @@ void launch_for_rows(const Rows& rows, const char* op, LaunchRows&& launch_rows,
   const int threads = static_cast<int>((vectors + vectors_per_warp - 1) / vectors_per_warp) * kWarpSize;
   launch_rows(std::integral_constant<int, kMaxVectorsPerThread>{}, std::false_type{}, blocks_for_rows(rows.count, 1, op),
               threads);
-}
-
-// Calls f(T{}) for the floating dtypes, the only ones softmax accepts (ops/softmax.cpp checks).
-template <typename F>
-void dispatch_floating(DType dtype, F&& f) {
-  dispatch_all(dtype, [&](auto tag) {
-    using T = decltype(tag);
-    if constexpr (std::is_floating_point_v<T> || is_half_type<T>) f(tag);
-  });
 }
 
 }  // namespace

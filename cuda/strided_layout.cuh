@@ -21,12 +21,14 @@
 namespace minigrad {
 namespace cuda {
 
-// Dims a kernel can index after merging. 8 dims for 3 operands are 200 bytes of kernel
-// parameters, far below the 4 KiB limit; a tensor that still has more is refused.
+// Dims a kernel can index after merging. 8 dims for 5 operands (the elementwise engine's
+// most) are 328 bytes of kernel parameters, far below the 4 KiB limit; a tensor that still
+// has more is refused.
 constexpr int kMaxDims = 8;
 
 // a / b for an index a >= 0 and a size b > 0, in 32 bits when both fit (nearly always):
-// int64 indexing then costs a test, not a 64-bit division.
+// int64 indexing then costs a test, not a 64-bit division. The one index division of
+// cuda/: the layouts here and the elementwise engine's rows (cuda/elementwise.cuh) use it.
 __device__ __forceinline__ int64_t divide_index(int64_t a, int64_t b) {
   if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
   return a / b;

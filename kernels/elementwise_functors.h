@@ -19,6 +19,7 @@
 // Why functors and not lambdas: the CUDA kernels are compiled by nvcc in cuda/*.cu and
 // instantiated there for each formula, so each formula needs a name that both compilers see.
 #include <cmath>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/dtype.h"
@@ -46,6 +47,69 @@ template <typename T>
 using compute_t = typename compute_type<T>::type;
 
 namespace elementwise {
+
+// ---- conventions both backends honour (ops/cpu_loops.h, cuda/elementwise.cuh) ----
+//
+// The element's index. A functor that declares
+//   static constexpr bool kTakesIndex = true;
+// is called as f(index, values...), index the row-major linear index of the OUTPUT element
+// (an int64_t in [0, out.numel())), whatever the strides of the operands: the element at
+// out[i][j] of a [rows, cols] output is index i * cols + j. Masks that depend on the
+// position (a dropout mask drawn from Philox for element i, a causal mask) are written this
+// way. Every other functor is called as f(values...): the choice is made at compile time
+// (call_functor below), so a functor without the flag costs nothing more.
+//
+// Two outputs. A functor that returns OutputPair<A, B> writes two tensors of the output's
+// shape in one pass: `first` to the first output, `second` to the second, each rounded to
+// its own dtype (sin and cos of one input; an update and a mask). The CPU and CUDA entry
+// points are elementwise_map2 (ops/cpu_loops.h) and cuda::launch_elementwise2, and the
+// entry of kernels/elementwise_list.h names its outputs as TwoOutputs<A, B>.
+
+template <typename F, typename = void>
+struct takes_index : std::false_type {};
+template <typename F>
+struct takes_index<F, std::void_t<decltype(F::kTakesIndex)>> : std::bool_constant<F::kTakesIndex> {};
+template <typename F>
+constexpr bool takes_index_v = takes_index<F>::value;
+
+// f(index, values...) for a functor that takes the index, f(values...) for any other.
+template <typename F, typename... Args>
+MG_HOST_DEVICE auto call_functor(const F& f, int64_t index, Args... values) {
+  if constexpr (takes_index_v<F>) {
+    return f(index, values...);
+  } else {
+    (void)index;
+    return f(values...);
+  }
+}
+
+// The two results of a two-output functor, in its compute types.
+template <typename A, typename B>
+struct OutputPair {
+  A first;
+  B second;
+};
+template <typename T>
+struct is_output_pair : std::false_type {};
+template <typename A, typename B>
+struct is_output_pair<OutputPair<A, B>> : std::true_type {};
+
+// The output element types of a map, as kernels/elementwise_list.h names them: one type
+// for a map with one output, TwoOutputs<A, B> for a functor that returns an OutputPair
+// (first stored as A, second as B). output_types<...>::second is NoOutput for one output.
+struct NoOutput {};
+template <typename A, typename B>
+struct TwoOutputs {};
+template <typename T>
+struct output_types {
+  using first = T;
+  using second = NoOutput;
+};
+template <typename A, typename B>
+struct output_types<TwoOutputs<A, B>> {
+  using first = A;
+  using second = B;
+};
 
 // Signed integer overflow is undefined behaviour in C++; PyTorch's int64 arithmetic wraps
 // around (two's complement: INT64_MAX + 1 is INT64_MIN). The in-place updates that take

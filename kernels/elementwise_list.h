@@ -13,8 +13,9 @@
 // So a new elementwise op is one functor plus one line here, and forgetting the line is a
 // compile error of the op's own file on every machine, with or without a GPU.
 //
-// An entry is X(Functor, out_t, in_t...). FLOATING_UNARY(X, F) and FLOATING_BINARY(X, F)
-// are shorthands for the four floating types, the output of the inputs' type.
+// An entry is X(Functor, out_t, in_t...), with out_t = elementwise::TwoOutputs<A, B> for a
+// functor that returns two values. MG_FLOATING_UNARY(X, F) and MG_FLOATING_BINARY(X, F) are
+// shorthands for the four floating types, the output of the inputs' type.
 #include <cstdint>
 #include <type_traits>
 
@@ -115,14 +116,15 @@
 
 namespace minigrad {
 
-// is_listed_elementwise<F, out_t, in_t...>: whether the list above has the entry.
+// is_listed_elementwise<F, out_t, in_t...>: whether an entry is listed. MG_LIST_ELEMENTWISE
+// marks one, inside namespace minigrad: here for the library's list, and in a program's own
+// header for the functors it adds (tests/elementwise_test_functors.h does).
 template <typename F, typename out_t, typename... in_t>
 struct is_listed_elementwise : std::false_type {};
 
-#define MG_MARK_LISTED(F, ...) \
-  template <>                  \
+#define MG_LIST_ELEMENTWISE(F, ...) \
+  template <>                       \
   struct is_listed_elementwise<F, __VA_ARGS__> : std::true_type {};
-MG_ELEMENTWISE_KERNELS(MG_MARK_LISTED)
-#undef MG_MARK_LISTED
+MG_ELEMENTWISE_KERNELS(MG_LIST_ELEMENTWISE)
 
 }  // namespace minigrad

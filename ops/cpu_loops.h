@@ -10,7 +10,11 @@
 // bfloat16 as float) and round its result to the output's dtype once, at the store: one
 // formula, one rounding, on either device.
 #include <array>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
+#include "core/dispatch.h"
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "core/tensor.h"
@@ -26,18 +30,6 @@ void check_same_dtype(const char* op, const char* a_name, const Tensor& a, const
 void check_same_device(const char* op, const char* a_name, const Tensor& a, const char* b_name, const Tensor& b);
 // Until the CUDA backend has a kernel for an op, its input must be on the CPU.
 void check_cpu(const char* op, const char* arg, const Tensor& t);
-
-// Calls f(T{}) with T the C++ type of a floating dtype (the caller has checked that it is one).
-template <typename F>
-void dispatch_floating(DType t, F&& f) {
-  switch (t) {
-    case DType::Float32: f(float{}); return;
-    case DType::Float64: f(double{}); return;
-    case DType::Float16: f(Half{}); return;
-    case DType::BFloat16: f(BFloat16{}); return;
-    default: MG_CHECK(false, "dispatch_floating: {} is not a floating dtype", t);
-  }
-}
 
 // ---- CPU maps: out[i] = f(a[i], b[i], ...) with inputs broadcast to out's shape ----
 
@@ -93,26 +85,103 @@ void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& 
                      });
 }
 
+// The general map, for what the loops above do not take: functors that take the output
+// element's linear index (kTakesIndex), four inputs, two outputs (a functor returning an
+// OutputPair; out1 null for one output). One walk in row-major order, which numbers the
+// elements: the index is a counter.
+template <typename out0_t, typename out1_t, typename... in_t, typename F, size_t... I>
+void cpu_map_general(const Tensor& out0, const Tensor* out1, const std::array<const Tensor*, sizeof...(in_t)>& in,
+                     const F& f, std::index_sequence<I...>) {
+  constexpr size_t kOutputs = std::is_void_v<out1_t> ? 1 : 2;
+  const std::array<Shape, sizeof...(in_t)> in_strides = {broadcast_strides(*in[I], out0.sizes())...};
+  std::array<const int64_t*, kOutputs + sizeof...(in_t)> strides{};
+  strides[0] = out0.strides().data();
+  if constexpr (kOutputs == 2) strides[1] = out1->strides().data();
+  ((strides[kOutputs + I] = in_strides[I].data()), ...);
+  out0_t* p0 = static_cast<out0_t*>(out0.raw_data());
+  const std::tuple<const in_t*...> pin{static_cast<const in_t*>(in[I]->raw_data())...};
+  int64_t index = 0;
+  for_each_offset<kOutputs + sizeof...(in_t)>(out0.sizes(), strides, [&](const auto& o) {
+    const auto result =
+        elementwise::call_functor(f, index++, static_cast<compute_t<in_t>>(std::get<I>(pin)[o[kOutputs + I]])...);
+    if constexpr (kOutputs == 1) {
+      p0[o[0]] = static_cast<out0_t>(result);
+    } else {
+      p0[o[0]] = static_cast<out0_t>(result.first);
+      static_cast<out1_t*>(out1->raw_data())[o[1]] = static_cast<out1_t>(result.second);
+    }
+  });
+}
+
+// out = f(a, b, c, d): four inputs (AdamW's p, g, m, v).
+template <typename out_t, typename a_t, typename b_t, typename c_t, typename d_t, typename F>
+void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d, const F& f) {
+  cpu_map_general<out_t, void, a_t, b_t, c_t, d_t>(out, nullptr, {&a, &b, &c, &d}, f, std::index_sequence_for<a_t, b_t, c_t, d_t>{});
+}
+
+// (out0, out1) = f(inputs...), f returning an OutputPair.
+template <typename out0_t, typename out1_t, typename a_t, typename F>
+void cpu_map2(const Tensor& out0, const Tensor& out1, const Tensor& a, const F& f) {
+  cpu_map_general<out0_t, out1_t, a_t>(out0, &out1, {&a}, f, std::index_sequence_for<a_t>{});
+}
+template <typename out0_t, typename out1_t, typename a_t, typename b_t, typename F>
+void cpu_map2(const Tensor& out0, const Tensor& out1, const Tensor& a, const Tensor& b, const F& f) {
+  cpu_map_general<out0_t, out1_t, a_t, b_t>(out0, &out1, {&a, &b}, f, std::index_sequence_for<a_t, b_t>{});
+}
+
+// The one-input to three-input loops above call f(values...); a functor that takes the
+// index goes to the general map instead (elementwise_map chooses).
+template <typename out_t, typename... in_t, typename F>
+void cpu_map_any(const Tensor& out, const F& f, const std::array<const Tensor*, sizeof...(in_t)>& in) {
+  if constexpr (elementwise::takes_index_v<F>) {
+    cpu_map_general<out_t, void, in_t...>(out, nullptr, in, f, std::index_sequence_for<in_t...>{});
+  } else {
+    std::apply([&](const auto*... t) { cpu_map<out_t, in_t...>(out, *t..., f); }, in);
+  }
+}
+
 // ---- the same maps on out's device: the CPU loop above, or the CUDA engine ----
 // The caller has checked that every tensor is on out's device.
 
 template <typename out_t, typename a_t, typename F>
 void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const F& f) {
   if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t>(op, f, out, a);
-  cpu_map<out_t, a_t>(out, a, f);
+  cpu_map_any<out_t, a_t>(out, f, {&a});
 }
 
 template <typename out_t, typename a_t, typename b_t, typename F>
 void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const F& f) {
   if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t>(op, f, out, a, b);
-  cpu_map<out_t, a_t, b_t>(out, a, b, f);
+  cpu_map_any<out_t, a_t, b_t>(out, f, {&a, &b});
 }
 
 template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
 void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
                      const F& f) {
   if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t, c_t>(op, f, out, a, b, c);
-  cpu_map<out_t, a_t, b_t, c_t>(out, a, b, c, f);
+  cpu_map_any<out_t, a_t, b_t, c_t>(out, f, {&a, &b, &c});
+}
+
+template <typename out_t, typename a_t, typename b_t, typename c_t, typename d_t, typename F>
+void elementwise_map(const char* op, const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c,
+                     const Tensor& d, const F& f) {
+  if (out.device().is_cuda()) return cuda::launch_elementwise<out_t, a_t, b_t, c_t, d_t>(op, f, out, a, b, c, d);
+  cpu_map<out_t, a_t, b_t, c_t, d_t>(out, a, b, c, d, f);
+}
+
+// Two outputs of one shape, f returning an OutputPair. The caller has checked that out1
+// has out0's shape and device.
+template <typename out0_t, typename out1_t, typename a_t, typename F>
+void elementwise_map2(const char* op, const Tensor& out0, const Tensor& out1, const Tensor& a, const F& f) {
+  if (out0.device().is_cuda()) return cuda::launch_elementwise2<out0_t, out1_t, a_t>(op, f, out0, out1, a);
+  cpu_map2<out0_t, out1_t, a_t>(out0, out1, a, f);
+}
+
+template <typename out0_t, typename out1_t, typename a_t, typename b_t, typename F>
+void elementwise_map2(const char* op, const Tensor& out0, const Tensor& out1, const Tensor& a, const Tensor& b,
+                      const F& f) {
+  if (out0.device().is_cuda()) return cuda::launch_elementwise2<out0_t, out1_t, a_t, b_t>(op, f, out0, out1, a, b);
+  cpu_map2<out0_t, out1_t, a_t, b_t>(out0, out1, a, b, f);
 }
 
 // ---- floating-point ops: float32/float64 computed in their own type, float16/bfloat16 in float ----

@@ -19,8 +19,11 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "ops/cpu_loops.h"
+#include "tests/elementwise_test_functors.h"
 #include "tests/elementwise_test_helpers.h"
 #ifdef MINIGRAD_WITH_CUDA
 #include "cuda/runtime.h"
@@ -667,4 +670,148 @@ TEST_CASE("cuda in-place int64 arithmetic wraps around on overflow, as on the CP
   Tensor t = base.to(kGpu);
   t.add_(1.0);
   CHECK(t.to(kCPU).data_ptr<int64_t>()[0] == kMin);
+}
+
+// ---- the functor conventions on the GPU: the output's index, four inputs, two outputs ----
+// The same map on both devices (ops/cpu_loops.h's elementwise_map sends it to the CPU loop
+// or the CUDA engine by the output's device), in the layouts the engine treats differently:
+// contiguous with a tail (vectors), rows broadcast (the vector rows kernel), a transposed
+// and a strided view (one element per access), a misaligned slice. The test functors and
+// their CUDA instantiations: tests/elementwise_test_functors.h, tests/elementwise_test_kernels.cu.
+
+namespace {
+
+struct MapLayout {
+  const char* name;
+  Shape base;
+  ViewFn view;
+};
+
+// Each view has shape [37, 29] (an odd row: a tail after the vectors).
+std::vector<MapLayout> map_layouts() {
+  return {
+      {"contiguous", {37, 29}, identity},
+      {"transposed", {29, 37}, [](const Tensor& t) { return t.t(); }},
+      {"every other column", {37, 58}, [](const Tensor& t) { return t.slice(1, 0, 58, 2); }},
+      {"a slice from element 1: misaligned", {37 * 29 + 1},
+       [](const Tensor& t) { return t.slice(0, 1, 37 * 29 + 1).view({37, 29}); }},
+  };
+}
+const Shape kMapShape = {37, 29};
+
+// x's layout on the GPU: the same view of the same base values.
+struct Pair {
+  Tensor cpu, gpu;
+};
+Pair make_operand(const MapLayout& layout, DType dtype, ScalarFn domain = anywhere) {
+  const Tensor base = reference_map(randn(layout.base, kFloat64), domain).to(dtype);
+  return {layout.view(base), layout.view(base.to(kGpu))};
+}
+Pair make_plain(const Shape& sizes, DType dtype, ScalarFn domain = anywhere) {
+  const Tensor base = reference_map(randn(sizes, kFloat64), domain).to(dtype);
+  return {base, base.to(kGpu)};
+}
+Tensor empty_on(DType dtype, Device device) { return empty(kMapShape, TensorOptions(dtype).device(device)); }
+
+const std::vector<DType> kFloatingDTypes = {kFloat64, kFloat32, kFloat16, kBFloat16};
+
+}  // namespace
+
+TEST_CASE("cuda maps: a kTakesIndex functor gets the output's row-major index, as on the CPU" *
+          doctest::skip(!cuda_is_available())) {
+  for (DType dtype : kFloatingDTypes) {
+    INFO("dtype: " << dtype_name(dtype));
+    dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for (const MapLayout& layout : map_layouts()) {
+        INFO("layout: " << layout.name);
+        const Pair x = make_operand(layout, dtype);
+        Tensor cpu = empty_on(dtype, kCPU), gpu = empty_on(dtype, kGpu);
+        elementwise_map<T, T>("add_index", cpu, x.cpu, test::AddIndex{});
+        elementwise_map<T, T>("add_index", gpu, x.gpu, test::AddIndex{});
+        CHECK_ALLCLOSE(gpu.to(kCPU), cpu, 0.0, 0.0);  // one float addition, one rounding: the same bits
+      }
+      // A transposed output: the index is its row-major position, not its memory offset.
+      const Pair x = make_plain(kMapShape, dtype);
+      Tensor cpu = empty({29, 37}, dtype).t();
+      Tensor gpu = empty({29, 37}, TensorOptions(dtype).device(kGpu)).t();
+      elementwise_map<T, T>("add_index", cpu, x.cpu, test::AddIndex{});
+      elementwise_map<T, T>("add_index", gpu, x.gpu, test::AddIndex{});
+      CHECK_ALLCLOSE(gpu.to(kCPU), cpu, 0.0, 0.0);
+    });
+  }
+}
+
+TEST_CASE("cuda maps: four inputs, broadcast and strided, agree with the CPU" * doctest::skip(!cuda_is_available())) {
+  for (const Agreement& agreement : agreements()) {
+    const DType dtype = agreement.dtype;
+    INFO("dtype: " << dtype_name(dtype));
+    dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for (const MapLayout& layout : map_layouts()) {
+        INFO("layout: " << layout.name);
+        const Pair p = make_operand(layout, dtype);
+        const Pair g = make_plain({29}, dtype);     // broadcast down the rows
+        const Pair m = make_plain({37, 1}, dtype);  // broadcast along each row
+        const Pair v = make_operand(layout, dtype, positive);
+        const test::FourInputStep step{0.3};
+        Tensor cpu = empty_on(dtype, kCPU), gpu = empty_on(dtype, kGpu);
+        elementwise_map<T, T, T, T, T>("step", cpu, p.cpu, g.cpu, m.cpu, v.cpu, step);
+        elementwise_map<T, T, T, T, T>("step", gpu, p.gpu, g.gpu, m.gpu, v.gpu, step);
+        // sqrt and division are correctly rounded on both: the same value, up to the
+        // contraction of a multiply and a subtraction into one fma on the GPU.
+        CHECK_ALLCLOSE(gpu.to(kCPU), cpu, agreement.rtol, agreement.atol);
+      }
+    });
+  }
+}
+
+TEST_CASE("cuda maps: two outputs from one pass agree with the CPU" * doctest::skip(!cuda_is_available())) {
+  for (const Agreement& agreement : agreements()) {
+    const DType dtype = agreement.dtype;
+    INFO("dtype: " << dtype_name(dtype));
+    dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      for (const MapLayout& layout : map_layouts()) {
+        INFO("layout: " << layout.name);
+        const Pair x = make_operand(layout, dtype);
+        Tensor s_cpu = empty_on(dtype, kCPU), c_cpu = empty_on(dtype, kCPU);
+        Tensor s_gpu = empty_on(dtype, kGpu), c_gpu = empty_on(dtype, kGpu);
+        elementwise_map2<T, T, T>("sincos", s_cpu, c_cpu, x.cpu, test::SinCos{});
+        elementwise_map2<T, T, T>("sincos", s_gpu, c_gpu, x.gpu, test::SinCos{});
+        CHECK_ALLCLOSE(s_gpu.to(kCPU), s_cpu, agreement.rtol, agreement.atol);
+        CHECK_ALLCLOSE(c_gpu.to(kCPU), c_cpu, agreement.rtol, agreement.atol);
+
+        // Two inputs (one broadcast), two outputs, and the index.
+        const Pair b = make_plain({29}, dtype);
+        Tensor sum_cpu = empty_on(dtype, kCPU), product_cpu = empty_on(dtype, kCPU);
+        Tensor sum_gpu = empty_on(dtype, kGpu), product_gpu = empty_on(dtype, kGpu);
+        elementwise_map2<T, T, T, T>("sum_index_product", sum_cpu, product_cpu, x.cpu, b.cpu,
+                                     test::SumWithIndexAndProduct{});
+        elementwise_map2<T, T, T, T>("sum_index_product", sum_gpu, product_gpu, x.gpu, b.gpu,
+                                     test::SumWithIndexAndProduct{});
+        CHECK_ALLCLOSE(sum_gpu.to(kCPU), sum_cpu, agreement.rtol, agreement.atol);
+        CHECK_ALLCLOSE(product_gpu.to(kCPU), product_cpu, 0.0, 0.0);  // one product, one rounding
+      }
+    });
+  }
+  // Outputs of two dtypes (and of two element sizes: the vector width follows the widest).
+  for (DType dtype : {kFloat64, kFloat32, kBFloat16}) {
+    INFO("dtype: " << dtype_name(dtype));
+    dispatch_floating(dtype, [&](auto tag) {
+      using T = decltype(tag);
+      if constexpr (!std::is_same_v<T, Half>) {
+        for (const MapLayout& layout : map_layouts()) {
+          INFO("layout: " << layout.name);
+          const Pair x = make_operand(layout, dtype);
+          Tensor scaled_cpu = empty_on(dtype, kCPU), mask_cpu = empty_on(kBool, kCPU);
+          Tensor scaled_gpu = empty_on(dtype, kGpu), mask_gpu = empty_on(kBool, kGpu);
+          elementwise_map2<T, bool, T>("scale_and_mask", scaled_cpu, mask_cpu, x.cpu, test::ScaleAndMask{-1.5});
+          elementwise_map2<T, bool, T>("scale_and_mask", scaled_gpu, mask_gpu, x.gpu, test::ScaleAndMask{-1.5});
+          CHECK_ALLCLOSE(scaled_gpu.to(kCPU), scaled_cpu, 0.0, 0.0);
+          CHECK(mask_gpu.to(kCPU).to(kInt64).to_vector<int64_t>() == mask_cpu.to(kInt64).to_vector<int64_t>());
+        }
+      }
+    });
+  }
 }

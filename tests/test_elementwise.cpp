@@ -4,9 +4,13 @@
 // Every expected value is computed in this file from plain doubles with std:: functions
 // (tests/elementwise_test_helpers.h); every gradient is checked against finite differences.
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
+#include <vector>
 
+#include "ops/cpu_loops.h"
+#include "tests/elementwise_test_functors.h"
 #include "tests/elementwise_test_helpers.h"
 
 using namespace minigrad;
@@ -741,4 +745,102 @@ TEST_CASE("in-place ops: bad shapes, dtypes, masks and scalars are clear errors"
   CHECK_THROWS_CONTAINING(expanded.add_(1.0), "add_: argument 'self' is an expanded view");
   CHECK_THROWS_CONTAINING(Tensor().zero_(), "zero_: argument 'self'");
   CHECK(x.version() == version);
+}
+
+// ---- the functor conventions on the CPU loops: the output's index, four inputs, two outputs ----
+// The CPU loops are called directly (ops/cpu_loops.h): elementwise_map would also reference
+// the CUDA instantiations, which only test_cuda_elementwise links.
+// Against a plain loop over the logical (row-major) order of the inputs' values in double:
+// the output element k sees index k whatever the inputs' strides.
+
+namespace {
+
+struct ConventionLayout {
+  const char* name;
+  Shape base;
+  std::function<Tensor(const Tensor&)> view;  // the [6, 5] operand, from a tensor of `base`
+};
+
+std::vector<ConventionLayout> convention_layouts() {
+  return {
+      {"contiguous", {6, 5}, [](const Tensor& t) { return t; }},
+      {"transposed", {5, 6}, [](const Tensor& t) { return t.t(); }},
+      {"every other column", {6, 10}, [](const Tensor& t) { return t.slice(1, 0, 10, 2); }},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("cpu maps: a kTakesIndex functor gets the output's row-major index, in every layout") {
+  for (const ConventionLayout& layout : convention_layouts()) {
+    INFO("layout: " << layout.name);
+    const Tensor x = layout.view(randn(layout.base, kFloat64));
+    Tensor out = empty({6, 5}, kFloat64);
+    cpu_map_any<double, double>(out, test::AddIndex{}, {&x});
+    std::vector<double> expected = x.to_vector<double>();
+    for (size_t k = 0; k < expected.size(); ++k) expected[k] += static_cast<double>(k);
+    CHECK_ALLCLOSE(out, from_vector(expected, {6, 5}), 0.0, 0.0);
+  }
+  // A transposed output: the index is still the output's row-major position, not its memory offset.
+  const Tensor x = randn({6, 5}, kFloat64);
+  Tensor storage = empty({5, 6}, kFloat64);
+  Tensor out = storage.t();
+  cpu_map_any<double, double>(out, test::AddIndex{}, {&x});
+  std::vector<double> expected = x.to_vector<double>();
+  for (size_t k = 0; k < expected.size(); ++k) expected[k] += static_cast<double>(k);
+  CHECK_ALLCLOSE(out, from_vector(expected, {6, 5}), 0.0, 0.0);
+}
+
+TEST_CASE("cpu maps: four inputs, broadcast and strided, against a plain loop") {
+  for (const ConventionLayout& layout : convention_layouts()) {
+    INFO("layout: " << layout.name);
+    const Tensor p = layout.view(randn(layout.base, kFloat64));
+    const Tensor g = randn({5}, kFloat64);                  // broadcast down the rows
+    const Tensor m = randn({6, 1}, kFloat64);               // broadcast along each row
+    const Tensor v = abs(layout.view(randn(layout.base, kFloat64))) + 0.1;
+    const test::FourInputStep step{0.3};
+    Tensor out = empty({6, 5}, kFloat64);
+    cpu_map<double, double, double, double, double>(out, p, g, m, v, step);
+    const Shape shape = {6, 5};
+    const std::vector<double> vp = reference_broadcast_values(p, shape), vg = reference_broadcast_values(g, shape),
+                              vm = reference_broadcast_values(m, shape), vv = reference_broadcast_values(v, shape);
+    std::vector<double> expected(vp.size());
+    for (size_t k = 0; k < expected.size(); ++k)
+      expected[k] = vp[k] - 0.3 * vm[k] / (std::sqrt(vv[k]) + 1e-3) - 0.25 * vg[k];
+    CHECK_ALLCLOSE(out, from_vector(expected, shape), 1e-15, 1e-15);
+  }
+}
+
+TEST_CASE("cpu maps: two outputs from one pass, of one dtype and of two") {
+  for (const ConventionLayout& layout : convention_layouts()) {
+    INFO("layout: " << layout.name);
+    const Tensor x = layout.view(randn(layout.base, kFloat64));
+    const std::vector<double> vx = x.to_vector<double>();
+    Tensor s = empty({6, 5}, kFloat64), c = empty({6, 5}, kFloat64);
+    cpu_map2<double, double, double>(s, c, x, test::SinCos{});
+    std::vector<double> es(vx.size()), ec(vx.size());
+    for (size_t k = 0; k < vx.size(); ++k) es[k] = std::sin(vx[k]), ec[k] = std::cos(vx[k]);
+    CHECK_ALLCLOSE(s, from_vector(es, {6, 5}), 0.0, 0.0);
+    CHECK_ALLCLOSE(c, from_vector(ec, {6, 5}), 0.0, 0.0);
+
+    const Tensor xf = x.to(kFloat32);
+    Tensor scaled = empty({6, 5}, kFloat32), mask = empty({6, 5}, kBool);
+    cpu_map2<float, bool, float>(scaled, mask, xf, test::ScaleAndMask{-1.5});
+    const std::vector<float> vf = xf.to_vector<float>();
+    const std::vector<int64_t> vm = mask.to(kInt64).to_vector<int64_t>();
+    const std::vector<float> vs = scaled.to_vector<float>();
+    for (size_t k = 0; k < vf.size(); ++k) {
+      CHECK(vs[k] == vf[k] * -1.5f);
+      CHECK(vm[k] == (vf[k] > 0.0f ? 1 : 0));
+    }
+
+    const Tensor b = randn({5}, kFloat64);
+    Tensor sum = empty({6, 5}, kFloat64), product = empty({6, 5}, kFloat64);
+    cpu_map2<double, double, double, double>(sum, product, x, b, test::SumWithIndexAndProduct{});
+    const std::vector<double> vb = reference_broadcast_values(b, {6, 5});
+    std::vector<double> esum(vx.size()), eproduct(vx.size());
+    for (size_t k = 0; k < vx.size(); ++k) esum[k] = vx[k] + vb[k] + static_cast<double>(k), eproduct[k] = vx[k] * vb[k];
+    CHECK_ALLCLOSE(sum, from_vector(esum, {6, 5}), 0.0, 0.0);
+    CHECK_ALLCLOSE(product, from_vector(eproduct, {6, 5}), 0.0, 0.0);
+  }
 }
