@@ -112,8 +112,8 @@ T row_max(const T* in, int64_t n) {
   return best;
 }
 
-// One row of softmax or log_softmax. softmax stores each exponential in out on the way to
-// the sum, then scales the row by 1 / sum: exp runs once an element.
+// One row of softmax or log_softmax. softmax stores each exponential in out, sums them,
+// then scales the row by 1 / sum: exp runs once an element.
 template <typename T>
 MG_CPU_CLONES static void softmax_row(const T* in, T* out, int64_t n, bool log) {
   const T lane_max = row_max(in, n);
@@ -124,10 +124,10 @@ MG_CPU_CLONES static void softmax_row(const T* in, T* out, int64_t n, bool log) 
       out[i] = static_cast<T>((static_cast<double>(in[i]) - static_cast<double>(lane_max)) - log_sum_exp);
     return;
   }
-  const double sum_exp = sum_in_lanes(n, [&](int64_t i) {
-    out[i] = cpu_exp(T(in[i] - lane_max));
-    return static_cast<double>(out[i]);
-  });
+  // Two loops, not one that stores and sums: the store inside the sum's lanes keeps the
+  // compiler from vectorizing either (the row is in L1 by now: the second pass is cheap).
+  for (int64_t i = 0; i < n; ++i) out[i] = cpu_exp(T(in[i] - lane_max));
+  const double sum_exp = sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(out[i]); });
   const double inverse = 1.0 / sum_exp;
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<double>(out[i]) * inverse);
 }
