@@ -13,8 +13,9 @@
 // order of operations is fixed by its source (the reductions keep explicit accumulator
 // lanes; nothing is reassociated).
 //
-// Only GCC on x86-64, outside the sanitizer builds (their runtimes start after ifunc
-// resolvers run); elsewhere the macro is empty and the loops compile once.
+// Only GCC on x86-64, and not in the sanitizer builds (they check the code, not its speed,
+// and one copy of each loop keeps their reports simple); elsewhere the macro is empty and
+// the loops compile once.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__CUDACC__) && \
     !defined(MINIGRAD_NO_CPU_CLONES)
 #define MG_CPU_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
