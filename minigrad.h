@@ -7,6 +7,7 @@
 #include "autograd/graph_export.h"
 #include "autograd/gradcheck.h"
 #include "core/generator.h"
+#include "core/parallel.h"
 #include "core/print.h"
 #include "core/shape.h"
 #include "core/tensor.h"

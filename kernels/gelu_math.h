@@ -63,16 +63,37 @@ MG_HOST_DEVICE T max_finite() {
 // instead. The factor is exactly 0 there (long before: phi(x) underflows beyond |x| ~ 40),
 // so no finite result changes; a NaN x stays NaN through the other factor (Phi(NaN) and
 // phi(NaN) are NaN). One max (and one min) instruction: the bf16 kernels keep their budget.
+//
+// max(x, lo) and min(x, hi): one instruction each on the GPU (fmax, fmin). On the host a
+// comparison and a select instead, which a loop vectorizes: x86 has no vector instruction
+// with fmax's NaN rule (fmax(NaN, lo) = lo), so a loop calling fmax stays scalar. The two
+// differ only for a NaN x, which the select keeps; every formula here multiplies it by
+// another NaN factor anyway, so no result changes.
+template <typename T>
+MG_HOST_DEVICE T at_least(T x, T lo) {
+#ifdef __CUDA_ARCH__
+  using std::fmax;
+  return fmax(x, lo);
+#else
+  return x < lo ? lo : x;
+#endif
+}
+template <typename T>
+MG_HOST_DEVICE T at_most(T x, T hi) {
+#ifdef __CUDA_ARCH__
+  using std::fmin;
+  return fmin(x, hi);
+#else
+  return x > hi ? hi : x;
+#endif
+}
 template <typename T>
 MG_HOST_DEVICE T without_negative_infinity(T x) {
-  using std::fmax;
-  return fmax(x, -max_finite<T>());
+  return at_least(x, -max_finite<T>());
 }
 template <typename T>
 MG_HOST_DEVICE T without_infinities(T x) {
-  using std::fmax;
-  using std::fmin;
-  return fmin(fmax(x, -max_finite<T>()), max_finite<T>());
+  return at_most(at_least(x, -max_finite<T>()), max_finite<T>());
 }
 
 // exp(-x^2 / 2): the standard normal density without its constant.
@@ -166,9 +187,8 @@ MG_HOST_DEVICE T gelu_tanh(T x) {
 //   (from a NaN x) is not 0, so NaN still gives NaN.
 template <typename T>
 MG_HOST_DEVICE T gelu_tanh_derivative(T x) {
-  using std::fmin;
   const TanhForm<T> f = gelu_tanh_sigmoid(x);
-  const T w = f.s * (fmin(f.e, max_finite<T>()) * f.s);
+  const T w = f.s * (at_most(f.e, max_finite<T>()) * f.s);
   const T du_dx = T(kSqrt2OverPi) * (T(1) + T(3 * kTanhCubicCoeff) * x * x);
   return w == T(0) ? f.s : f.s + x * w * T(2) * du_dx;
 }

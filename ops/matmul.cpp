@@ -18,6 +18,8 @@
 #include <type_traits>
 
 #include "autograd/function.h"
+#include "core/cpu_arch.h"
+#include "core/parallel.h"
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
@@ -72,13 +74,15 @@ MatmulShapes matmul_shapes(const Tensor& a, const Tensor& b) {
 // L1/L2 while the rows of the 'self' block stream past it.
 constexpr int64_t kBlock = 64;
 
-// c[m x n] += a[m x k] * b[k x n], all row-major and contiguous. The loops run i-k-j so the
-// innermost one walks a row of b and a row of c with stride 1 and vectorizes; each c[i][j]
+// Rows [row_begin, row_end) of c[m x n] += a[m x k] * b[k x n], all row-major and
+// contiguous. The loops run i-k-j so the innermost one walks a row of b and a row of c with
+// stride 1 and vectorizes (compiled for three vector widths, core/cpu_arch.h); each c[i][j]
 // still adds its k products in order.
 template <typename T>
-void gemm_blocked(const T* __restrict a, const T* __restrict b, T* __restrict c, int64_t m, int64_t k, int64_t n) {
-  for (int64_t i0 = 0; i0 < m; i0 += kBlock) {
-    const int64_t i1 = std::min(i0 + kBlock, m);
+MG_CPU_CLONES static void gemm_rows(const T* __restrict a, const T* __restrict b, T* __restrict c, int64_t row_begin,
+                                    int64_t row_end, int64_t k, int64_t n) {
+  for (int64_t i0 = row_begin; i0 < row_end; i0 += kBlock) {
+    const int64_t i1 = std::min(i0 + kBlock, row_end);
     for (int64_t p0 = 0; p0 < k; p0 += kBlock) {
       const int64_t p1 = std::min(p0 + kBlock, k);
       for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
@@ -94,6 +98,17 @@ void gemm_blocked(const T* __restrict a, const T* __restrict b, T* __restrict c,
       }
     }
   }
+}
+
+// c += a * b, the threads taking whole blocks of kBlock rows (each c[i][j] is computed by one
+// thread, the same way whatever the thread count).
+template <typename T>
+void gemm_blocked(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n) {
+  const int64_t row_blocks = (m + kBlock - 1) / kBlock;
+  // One row block is kBlock * k * n multiply-adds, 262144 at k = n = 64: tens of microseconds.
+  parallel_for(0, row_blocks, 1, [&](int64_t begin, int64_t end) {
+    gemm_rows(a, b, c, begin * kBlock, std::min(end * kBlock, m), k, n);
+  });
 }
 
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShapes& s) {

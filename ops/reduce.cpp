@@ -1,17 +1,32 @@
 // Reductions: sum, mean, max, argmax, and sum_to (the backward of every broadcast).
 //
-// One CPU loop serves them all (for_each_reduced_element): it visits every input element
-// once, in row-major order, and tells the body which output element the input element
-// belongs to and where it sits among the reduced dims. Sums accumulate in double for
+// One general CPU loop serves them all (for_each_reduced_element): it visits every input
+// element once, in row-major order, and tells the body which output element the input
+// element belongs to and where it sits among the reduced dims. Sums accumulate in double for
 // floating inputs (a float32 accumulator stops growing at 2^24 when adding ones) and in
 // uint64 for integer and bool inputs (an int64 sum wraps around modulo 2^64, as in PyTorch,
 // instead of overflowing a signed integer, which C++ leaves undefined); float16/bfloat16
 // are upcast to float32 first.
 //
+// Sums of a contiguous input over one run of adjacent dims (the last dim, the first, all
+// of them: nearly every sum) take two faster loops instead, on the input seen as
+// [outer, reduced, inner] (see sum_fast_path):
+// - inner == 1, each output the sum of a contiguous row: the row is cut into blocks of
+//   kSumBlock elements; in a block, element i adds into accumulator lane i % kSumLanes, and
+//   the lanes combine pairwise (lane j += lane j + 8, then + 4, + 2, + 1); the blocks' sums
+//   add left to right. Sixteen independent accumulators are what lets the loop vectorize
+//   and keep the adders busy (one accumulator is one long chain of dependent adds).
+// - inner > 1, each output a column: rows add into a row of accumulators one after the
+//   other, in row order (an axpy per row, vectorized across the columns).
+// Both orders are fixed by the shape alone, so sums are bitwise the same for any thread
+// count (tests/test_parallel.cpp), and the threads split work only along those fixed lines:
+// blocks or rows, or ranges of columns.
+//
 // Every backward here is built from public ops (reshape, expand, eq, where, ...), so each
 // reduction is twice differentiable.
 // On the GPU, cuda/reduce.cu has the kernels (the same accumulators, except that
 // float16/bfloat16 load natively and accumulate in float) and the same max_prefers rule.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <limits>
@@ -19,6 +34,8 @@
 #include <vector>
 
 #include "autograd/function.h"
+#include "core/cpu_arch.h"
+#include "core/parallel.h"
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
@@ -116,6 +133,102 @@ struct SumTypes<bool> {
   using out_t = int64_t;
 };
 
+// ---- the fast sums ----
+
+// x as [outer, reduced, inner], when x is contiguous and its reduced dims (those of size
+// above 1) are adjacent; dims of size 1 count on neither side.
+struct ReductionLayout {
+  int64_t outer = 1, reduced = 1, inner = 1;
+};
+bool as_outer_reduced_inner(const Tensor& x, const std::vector<bool>& reduced, ReductionLayout& layout) {
+  if (!x.is_contiguous() || x.numel() == 0) return false;
+  const int64_t ndim = x.dim();
+  int64_t first = -1, last = -1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (x.size(d) == 1 || !reduced[static_cast<size_t>(d)]) continue;
+    if (first < 0) first = d;
+    last = d;
+  }
+  if (first < 0) return false;  // nothing to add up: the general loop copies
+  for (int64_t d = 0; d < ndim; ++d) {
+    const int64_t size = x.size(d);
+    if (d < first)
+      layout.outer *= size;
+    else if (d > last)
+      layout.inner *= size;
+    else if (size != 1 && !reduced[static_cast<size_t>(d)])
+      return false;  // a kept dim between reduced ones
+    else
+      layout.reduced *= size;
+  }
+  return true;
+}
+
+constexpr int64_t kSumBlock = 4096;  // elements of a row summed as one block
+constexpr int kSumLanes = 16;        // accumulators in a block
+
+// The sum of p[0, n), n <= kSumBlock, in the order the header describes.
+template <typename acc_t, typename scalar_t>
+MG_CPU_CLONES static acc_t block_sum(const scalar_t* p, int64_t n) {
+  acc_t lane[kSumLanes] = {};
+  const int64_t whole = n / kSumLanes * kSumLanes;
+  for (int64_t i = 0; i < whole; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) lane[j] += static_cast<acc_t>(p[i + j]);
+  for (int64_t i = whole; i < n; ++i) lane[i - whole] += static_cast<acc_t>(p[i]);
+  for (int width = kSumLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
+  return lane[0];
+}
+
+// acc[j] += x[r * row_stride + j] for rows r = 0 .. rows-1 in order, columns j in [0, cols).
+template <typename acc_t, typename scalar_t>
+MG_CPU_CLONES static void add_rows(acc_t* acc, const scalar_t* x, int64_t rows, int64_t row_stride, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const scalar_t* row = x + r * row_stride;
+    for (int64_t j = 0; j < cols; ++j) acc[j] += static_cast<acc_t>(row[j]);
+  }
+}
+
+// out[o] = finish(sum of row o) for the rows of a [outer, reduced] layout (inner == 1).
+template <typename acc_t, typename scalar_t, typename Finish>
+void sum_rows(const scalar_t* px, const ReductionLayout& l, const Finish& finish) {
+  const int64_t blocks = (l.reduced + kSumBlock - 1) / kSumBlock;
+  std::vector<acc_t> partial(static_cast<size_t>(l.outer * blocks));
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::min(l.reduced, kSumBlock));
+  parallel_for(0, l.outer * blocks, grain, [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t row = t / blocks, block = t % blocks;
+      const int64_t start = block * kSumBlock;
+      partial[static_cast<size_t>(t)] =
+          block_sum<acc_t>(px + row * l.reduced + start, std::min(kSumBlock, l.reduced - start));
+    }
+  });
+  for (int64_t row = 0; row < l.outer; ++row) {
+    acc_t total = partial[static_cast<size_t>(row * blocks)];
+    for (int64_t block = 1; block < blocks; ++block) total += partial[static_cast<size_t>(row * blocks + block)];
+    finish(row, total);
+  }
+}
+
+// out[o * inner + j] = finish(sum over r of x[o, r, j]) for a layout with inner > 1.
+template <typename acc_t, typename scalar_t, typename Finish>
+void sum_columns(const scalar_t* px, const ReductionLayout& l, const Finish& finish) {
+  // Work items: (o, range of kSumColumns columns), each summed alone, rows in order.
+  constexpr int64_t kSumColumns = 256;
+  const int64_t ranges = (l.inner + kSumColumns - 1) / kSumColumns;
+  const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / (l.reduced * std::min(l.inner, kSumColumns)));
+  parallel_for(0, l.outer * ranges, grain, [&](int64_t begin, int64_t end) {
+    std::vector<acc_t> acc(static_cast<size_t>(std::min(l.inner, kSumColumns)));
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t o = t / ranges, j0 = (t % ranges) * kSumColumns;
+      const int64_t cols = std::min(kSumColumns, l.inner - j0);
+      std::fill(acc.begin(), acc.end(), acc_t(0));
+      add_rows(acc.data(), px + o * l.reduced * l.inner + j0, l.reduced, l.inner, cols);
+      for (int64_t j = 0; j < cols; ++j) finish(o * l.inner + j0 + j, acc[static_cast<size_t>(j)]);
+    }
+  });
+}
+
 // The sum (or, with `mean`, the average) of x over the reduced dims.
 Tensor sum_kernel(const char* op, const Tensor& x, const std::vector<bool>& reduced, bool keepdim, bool mean) {
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : kInt64;
@@ -134,19 +247,28 @@ Tensor sum_kernel(const char* op, const Tensor& x, const std::vector<bool>& redu
     using acc_t = typename SumTypes<scalar_t>::acc_t;
     using out_t = typename SumTypes<scalar_t>::out_t;
     const scalar_t* px = x.data_ptr<scalar_t>();
+    out_t* po = out.data_ptr<out_t>();
+    // One output from its total: the integer sum wraps (mean refuses integer inputs); the
+    // mean of no elements is 0 / 0 = NaN, as in PyTorch.
+    auto finish = [&](int64_t index, acc_t total) {
+      if constexpr (std::is_same_v<acc_t, uint64_t>)
+        po[index] = static_cast<out_t>(total);
+      else
+        po[index] = mean ? static_cast<out_t>(total / count) : static_cast<out_t>(total);
+    };
+    ReductionLayout layout;
+    if (as_outer_reduced_inner(x, reduced, layout)) {
+      if (layout.inner == 1)
+        sum_rows<acc_t>(px, layout, finish);
+      else
+        sum_columns<acc_t>(px, layout, finish);
+      return;
+    }
     std::vector<acc_t> acc(static_cast<size_t>(out.numel()), acc_t(0));
     for_each_reduced_element(x, reduced, [&](int64_t in, int64_t out_index, int64_t) {
       acc[static_cast<size_t>(out_index)] += static_cast<acc_t>(px[in]);
     });
-    out_t* po = out.data_ptr<out_t>();
-    if constexpr (std::is_same_v<acc_t, uint64_t>) {
-      // Only a sum: mean refuses integer inputs.
-      for (size_t i = 0; i < acc.size(); ++i) po[i] = static_cast<out_t>(acc[i]);
-    } else {
-      // The mean of no elements is 0 / 0 = NaN, as in PyTorch.
-      for (size_t i = 0; i < acc.size(); ++i)
-        po[i] = mean ? static_cast<out_t>(acc[i] / count) : static_cast<out_t>(acc[i]);
-    }
+    for (size_t i = 0; i < acc.size(); ++i) finish(static_cast<int64_t>(i), acc[i]);
   });
   return out;
 }

@@ -11,6 +11,14 @@
 // backward is written with the public ops: softmax is differentiable any number of times.
 // The saved y comes back with its history (its grad_fn is the Softmax node), so a second
 // backward through it reaches x.
+//
+// On the CPU, contiguous rows along the last dim (the common case) take the row kernels
+// (softmax_row, softmax_backward_row): float rows compute exp in float with the vectorizable
+// fast_math::exp_float, and their lane sums add in double over kRowLanes interleaved
+// accumulators combined pairwise, an order fixed by the row length alone. Other layouts take
+// the lane loops (double exp, sequential sums). Either way the threads split the work by
+// whole lanes, so no result depends on the thread count.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -18,9 +26,12 @@
 #include <type_traits>
 
 #include "autograd/function.h"
+#include "core/cpu_arch.h"
+#include "core/parallel.h"
 #include "core/shape.h"
 #include "core/strided_loop.h"
 #include "ops/cpu_loops.h"
+#include "kernels/fast_math.h"
 #include "ops/ops.h"
 #include "cuda/softmax.h"
 
@@ -55,6 +66,94 @@ Tensor softmax_backward_cuda(const Tensor& grad, const Tensor& y, int64_t dim, b
   return grad_input;
 }
 
+// ---- the row kernels: contiguous rows along the last dim ----
+
+// e^v: the vectorizable float form for float, std::exp for double.
+template <typename T>
+T cpu_exp(T v) {
+  if constexpr (std::is_same_v<T, float>)
+    return fast_math::exp_float(v);
+  else
+    return std::exp(v);
+}
+
+constexpr int kRowLanes = 16;
+
+// The sum of term(i) for i in [0, n), in double: term i adds into lane i % kRowLanes, and the
+// lanes combine pairwise (j += j + 8, + 4, + 2, + 1). Inline into the row kernels, so it is
+// vectorized with them.
+template <typename Term>
+double sum_in_lanes(int64_t n, const Term& term) {
+  double lane[kRowLanes] = {};
+  const int64_t whole = n / kRowLanes * kRowLanes;
+  for (int64_t i = 0; i < whole; i += kRowLanes)
+    for (int j = 0; j < kRowLanes; ++j) lane[j] += term(i + j);
+  for (int64_t i = whole; i < n; ++i) lane[i - whole] += term(i);
+  for (int width = kRowLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
+  return lane[0];
+}
+
+// The largest element, NaNs skipped (as fmax does; a NaN reaches the output through exp).
+template <typename T>
+T row_max(const T* in, int64_t n) {
+  T lane[kRowLanes];
+  for (int j = 0; j < kRowLanes; ++j) lane[j] = -std::numeric_limits<T>::infinity();
+  const int64_t whole = n / kRowLanes * kRowLanes;
+  for (int64_t i = 0; i < whole; i += kRowLanes)
+    for (int j = 0; j < kRowLanes; ++j) lane[j] = in[i + j] > lane[j] ? in[i + j] : lane[j];
+  T best = -std::numeric_limits<T>::infinity();
+  for (int64_t i = whole; i < n; ++i) best = in[i] > best ? in[i] : best;
+  for (int j = 0; j < kRowLanes; ++j) best = lane[j] > best ? lane[j] : best;
+  return best;
+}
+
+// out[i] = e^(in[i] - shift). A loop of its own (and compiled in three widths of its own):
+// inside softmax_row, GCC 12 left it scalar.
+template <typename T>
+MG_CPU_CLONES static void exp_shifted(const T* __restrict in, T shift, T* __restrict out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = cpu_exp(T(in[i] - shift));
+}
+
+// One row of softmax or log_softmax: exp runs once an element.
+template <typename T>
+MG_CPU_CLONES static void softmax_row(const T* in, T* out, int64_t n, bool log) {
+  const T lane_max = row_max(in, n);
+  // The exponentials go to out first (for log_softmax as scratch), then are summed: a store
+  // inside the sum's lanes would keep the compiler from vectorizing either loop, and the row
+  // is in L1 by the second pass.
+  exp_shifted(in, lane_max, out, n);
+  const double sum_exp = sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(out[i]); });
+  if (log) {
+    const double log_sum_exp = std::log(sum_exp);
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<T>((static_cast<double>(in[i]) - static_cast<double>(lane_max)) - log_sum_exp);
+    return;
+  }
+  const double inverse = 1.0 / sum_exp;
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(static_cast<double>(out[i]) * inverse);
+}
+
+// One row of the backward: softmax dx = y (g - sum(g y)), log_softmax dx = g - exp(y) sum(g).
+template <typename T>
+MG_CPU_CLONES static void softmax_backward_row(const T* g, const T* y, T* result, int64_t n, bool log) {
+  if (log) {
+    const double total = sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(g[i]); });
+    for (int64_t i = 0; i < n; ++i)
+      result[i] = static_cast<T>(static_cast<double>(g[i]) - static_cast<double>(cpu_exp(y[i])) * total);
+    return;
+  }
+  const double total =
+      sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(g[i]) * static_cast<double>(y[i]); });
+  for (int64_t i = 0; i < n; ++i)
+    result[i] = static_cast<T>(static_cast<double>(y[i]) * (static_cast<double>(g[i]) - total));
+}
+
+// Rows per parallel chunk: about kElementwiseGrain elements.
+int64_t row_grain(int64_t n) { return std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1)); }
+
+bool rows_along_last_dim(const Tensor& t, int64_t dim) { return dim == t.dim() - 1 && t.is_contiguous(); }
+
 // y = softmax(x) or log_softmax(x) along `dim` (wrapped, x at least 1-D and non-empty).
 void softmax_lanes(const Tensor& x, const Tensor& y, int64_t dim, bool log) {
   Shape lane_starts = x.sizes();
@@ -68,7 +167,13 @@ void softmax_lanes(const Tensor& x, const Tensor& y, int64_t dim, bool log) {
     if constexpr (std::is_floating_point_v<scalar_t>) {
       const scalar_t* px = x.data_ptr<scalar_t>();
       scalar_t* py = y.data_ptr<scalar_t>();
-      for_each_offset<2>(lane_starts, {x.strides().data(), y.strides().data()}, [&](const std::array<int64_t, 2>& o) {
+      if (rows_along_last_dim(x, dim) && rows_along_last_dim(y, dim)) {
+        parallel_for(0, x.numel() / n, row_grain(n), [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) softmax_row(px + r * n, py + r * n, n, log);
+        });
+        return;
+      }
+      parallel_for_each_offset<2>(lane_starts, {x.strides().data(), y.strides().data()}, [&](const std::array<int64_t, 2>& o) {
         const scalar_t* in = px + o[0];
         scalar_t* out = py + o[1];
         double lane_max = -std::numeric_limits<double>::infinity();
@@ -101,7 +206,13 @@ void softmax_backward_lanes(const Tensor& grad, const Tensor& y, const Tensor& g
       const scalar_t* pg = grad.data_ptr<scalar_t>();
       const scalar_t* py = y.data_ptr<scalar_t>();
       scalar_t* po = grad_input.data_ptr<scalar_t>();
-      for_each_offset<3>(lane_starts, {grad.strides().data(), y.strides().data(), grad_input.strides().data()},
+      if (rows_along_last_dim(grad, dim) && rows_along_last_dim(y, dim) && rows_along_last_dim(grad_input, dim)) {
+        parallel_for(0, y.numel() / n, row_grain(n), [&](int64_t begin, int64_t end) {
+          for (int64_t r = begin; r < end; ++r) softmax_backward_row(pg + r * n, py + r * n, po + r * n, n, log);
+        });
+        return;
+      }
+      parallel_for_each_offset<3>(lane_starts, {grad.strides().data(), y.strides().data(), grad_input.strides().data()},
                          [&](const std::array<int64_t, 3>& o) {
                            const scalar_t* g = pg + o[0];
                            const scalar_t* out = py + o[1];
