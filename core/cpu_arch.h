@@ -5,7 +5,7 @@
 // an ifunc resolver). So one binary is portable (it is built here and run on other hosts)
 // and still uses the wide vectors where they exist: without it, -march=x86-64 leaves the
 // loops 4 floats wide, a third to a quarter of what this machine's cores do (measured in
-// docs/notes-cpu.md). -march=native would be faster still on the build machine only, and
+// docs/perf-notes.md). -march=native would be faster still on the build machine only, and
 // would crash with an illegal instruction on an older one.
 //
 // The clones compute bit for bit what the baseline does: the library is compiled with

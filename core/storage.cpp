@@ -22,7 +22,7 @@ namespace {
 // buffer is fresh memory from the kernel (glibc maps it on its own), and its first touch
 // faults once per page: with 4 KiB pages the faults cost more than the op itself (a fresh
 // 32 MiB buffer took 140 ms to touch on the 2-core development VM, 2 ms with 2 MiB pages;
-// docs/notes-cpu.md). The alignment wastes at most 2 MiB on a buffer of at least 4 MiB.
+// docs/perf-notes.md). The alignment wastes at most 2 MiB on a buffer of at least 4 MiB.
 class CpuAllocator final : public Allocator {
  public:
   static constexpr size_t kAlignAbove = 4096;

@@ -35,7 +35,7 @@ namespace fast_math {
 // v = k + f with k the nearest integer and |f| <= 1/2; 2^f = e^(f ln 2) from the Taylor
 // series of e^r to degree 7 (|r| <= 0.35: truncation error below 6e-9, a tenth of float's
 // rounding); 2^k written straight into a float's exponent bits. Measured
-// against float64 over [-150, 128]: within 2 ulp of the exact value (docs/notes-cpu.md).
+// against float64 over [-150, 128]: within 2 ulp of the exact value (docs/perf-notes.md).
 
 // p * 2^k for an integer k in [-252, 254]: two factors 2^(k/2) and 2^(k - k/2), each a normal
 // float, so that the product overflows to inf or rounds into the denormals as 2^k would.

@@ -2,7 +2,7 @@
 // to one 16-byte load and store, or to eight 2-byte ones? Two kernels per type compute
 // y = 2x over 8 elements per thread: one copies the vector struct (AlignedVector, as
 // cuda/vector.cuh does), one goes through a uint4 word. Not part of the build; compile and
-// count the global memory instructions (docs/notes-cuda.md has the result):
+// count the global memory instructions (docs/perf-notes.md has the result):
 //   nvcc -std=c++17 -O3 -arch=sm_90a -cubin -I. -I.deps/root/usr/include \
 //     bench/experiments/vector_store_sass.cu -o vector_store_sass.cubin
 //   cuobjdump -sass vector_store_sass.cubin | grep -oE '(LDG|STG)[.A-Z0-9]*' | sort | uniq -c
