@@ -7,10 +7,16 @@
 // its address to be a multiple of the vector's size, so the kernels check alignment
 // (is_aligned_for) and peel or fall back to one element at a time where it does not hold.
 //
-// Loads and stores copy the struct: for an AlignedVector<Half, 8> or <BFloat16, 8> that is
-// one 16-byte access (LDG.E.128 / STG.E.128 in the SASS), the same instructions as a copy
-// through a uint4, not eight 2-byte ones (docs/perf-notes.md has the listing).
+// Loads and stores. A plain copy of an AlignedVector<Half, 8> is already one 16-byte access
+// (LDG.E.128 / STG.E.128 in the SASS, as through a uint4), not eight 2-byte ones. The
+// elementwise engine still moves its vectors through an unsigned integer of the vector's
+// size (load_vector / store_vector), because its bf16 rows kernels compile to fewer
+// instructions that way (docs/perf-notes.md has the SASS counts and the timing); the other
+// kernels of cuda/ copy the struct.
+#include <cuda_runtime.h>
+
 #include <cstdint>
+#include <cstring>
 
 namespace minigrad {
 namespace cuda {
@@ -31,15 +37,42 @@ __host__ __device__ __forceinline__ bool is_aligned_for(const void* p) {
   return reinterpret_cast<uintptr_t>(p) % alignof(Vector) == 0;
 }
 
+// The unsigned integer of `bytes` bytes that load_vector and store_vector move.
+template <int bytes>
+struct VectorWord;
+template <>
+struct VectorWord<16> {
+  using type = uint4;
+};
+template <>
+struct VectorWord<8> {
+  using type = uint2;
+};
+template <>
+struct VectorWord<4> {
+  using type = uint32_t;
+};
+template <>
+struct VectorWord<2> {
+  using type = uint16_t;
+};
+
 // The N elements at p, which is aligned to the vector (is_aligned_for).
 template <int N, typename T>
 __device__ __forceinline__ AlignedVector<T, N> load_vector(const T* p) {
-  return *reinterpret_cast<const AlignedVector<T, N>*>(p);
+  using Word = typename VectorWord<static_cast<int>(sizeof(T)) * N>::type;
+  const Word bits = *reinterpret_cast<const Word*>(p);
+  AlignedVector<T, N> v;
+  memcpy(&v, &bits, sizeof(v));
+  return v;
 }
 
 template <int N, typename T>
 __device__ __forceinline__ void store_vector(T* p, const AlignedVector<T, N>& v) {
-  *reinterpret_cast<AlignedVector<T, N>*>(p) = v;
+  using Word = typename VectorWord<static_cast<int>(sizeof(T)) * N>::type;
+  Word bits;
+  memcpy(&bits, &v, sizeof(bits));
+  *reinterpret_cast<Word*>(p) = bits;
 }
 
 }  // namespace cuda
