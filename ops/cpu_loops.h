@@ -140,7 +140,7 @@ void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& 
 template <typename out0_t, typename out1_t, typename... in_t, typename F, size_t... I>
 void cpu_map_general(const Tensor& out0, const Tensor* out1, const std::array<const Tensor*, sizeof...(in_t)>& in,
                      const F& f, std::index_sequence<I...>) {
-  constexpr size_t kOutputs = std::is_void_v<out1_t> ? 1 : 2;
+  constexpr size_t kOutputs = std::is_same_v<out1_t, elementwise::NoOutput> ? 1 : 2;
   const std::array<Shape, sizeof...(in_t)> in_strides = {broadcast_strides(*in[I], out0.sizes())...};
   std::array<const int64_t*, kOutputs + sizeof...(in_t)> strides{};
   strides[0] = out0.strides().data();
@@ -164,7 +164,7 @@ void cpu_map_general(const Tensor& out0, const Tensor* out1, const std::array<co
 // out = f(a, b, c, d): four inputs (AdamW's p, g, m, v).
 template <typename out_t, typename a_t, typename b_t, typename c_t, typename d_t, typename F>
 void cpu_map(const Tensor& out, const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d, const F& f) {
-  cpu_map_general<out_t, void, a_t, b_t, c_t, d_t>(out, nullptr, {&a, &b, &c, &d}, f, std::index_sequence_for<a_t, b_t, c_t, d_t>{});
+  cpu_map_general<out_t, elementwise::NoOutput, a_t, b_t, c_t, d_t>(out, nullptr, {&a, &b, &c, &d}, f, std::index_sequence_for<a_t, b_t, c_t, d_t>{});
 }
 
 // (out0, out1) = f(inputs...), f returning an OutputPair.
@@ -182,7 +182,7 @@ void cpu_map2(const Tensor& out0, const Tensor& out1, const Tensor& a, const Ten
 template <typename out_t, typename... in_t, typename F>
 void cpu_map_any(const Tensor& out, const F& f, const std::array<const Tensor*, sizeof...(in_t)>& in) {
   if constexpr (elementwise::takes_index_v<F>) {
-    cpu_map_general<out_t, void, in_t...>(out, nullptr, in, f, std::index_sequence_for<in_t...>{});
+    cpu_map_general<out_t, elementwise::NoOutput, in_t...>(out, nullptr, in, f, std::index_sequence_for<in_t...>{});
   } else {
     std::apply([&](const auto*... t) { cpu_map<out_t, in_t...>(out, *t..., f); }, in);
   }

@@ -681,14 +681,8 @@ TEST_CASE("cuda in-place int64 arithmetic wraps around on overflow, as on the CP
 
 namespace {
 
-struct MapLayout {
-  const char* name;
-  Shape base;
-  ViewFn view;
-};
-
 // Each view has shape [37, 29] (an odd row: a tail after the vectors).
-std::vector<MapLayout> map_layouts() {
+std::vector<Layout> map_layouts() {
   return {
       {"contiguous", {37, 29}, identity},
       {"transposed", {29, 37}, [](const Tensor& t) { return t.t(); }},
@@ -703,8 +697,8 @@ const Shape kMapShape = {37, 29};
 struct Pair {
   Tensor cpu, gpu;
 };
-Pair make_operand(const MapLayout& layout, DType dtype, ScalarFn domain = anywhere) {
-  const Tensor base = reference_map(randn(layout.base, kFloat64), domain).to(dtype);
+Pair make_operand(const Layout& layout, DType dtype, ScalarFn domain = anywhere) {
+  const Tensor base = reference_map(randn(layout.base_sizes, kFloat64), domain).to(dtype);
   return {layout.view(base), layout.view(base.to(kGpu))};
 }
 Pair make_plain(const Shape& sizes, DType dtype, ScalarFn domain = anywhere) {
@@ -723,7 +717,7 @@ TEST_CASE("cuda maps: a kTakesIndex functor gets the output's row-major index, a
     INFO("dtype: " << dtype_name(dtype));
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      for (const MapLayout& layout : map_layouts()) {
+      for (const Layout& layout : map_layouts()) {
         INFO("layout: " << layout.name);
         const Pair x = make_operand(layout, dtype);
         Tensor cpu = empty_on(dtype, kCPU), gpu = empty_on(dtype, kGpu);
@@ -748,7 +742,7 @@ TEST_CASE("cuda maps: four inputs, broadcast and strided, agree with the CPU" * 
     INFO("dtype: " << dtype_name(dtype));
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      for (const MapLayout& layout : map_layouts()) {
+      for (const Layout& layout : map_layouts()) {
         INFO("layout: " << layout.name);
         const Pair p = make_operand(layout, dtype);
         const Pair g = make_plain({29}, dtype);     // broadcast down the rows
@@ -772,7 +766,7 @@ TEST_CASE("cuda maps: two outputs from one pass agree with the CPU" * doctest::s
     INFO("dtype: " << dtype_name(dtype));
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
-      for (const MapLayout& layout : map_layouts()) {
+      for (const Layout& layout : map_layouts()) {
         INFO("layout: " << layout.name);
         const Pair x = make_operand(layout, dtype);
         Tensor s_cpu = empty_on(dtype, kCPU), c_cpu = empty_on(dtype, kCPU);
@@ -801,7 +795,7 @@ TEST_CASE("cuda maps: two outputs from one pass agree with the CPU" * doctest::s
     dispatch_floating(dtype, [&](auto tag) {
       using T = decltype(tag);
       if constexpr (!std::is_same_v<T, Half>) {
-        for (const MapLayout& layout : map_layouts()) {
+        for (const Layout& layout : map_layouts()) {
           INFO("layout: " << layout.name);
           const Pair x = make_operand(layout, dtype);
           Tensor scaled_cpu = empty_on(dtype, kCPU), mask_cpu = empty_on(kBool, kCPU);
