@@ -22,3 +22,13 @@
 #else
 #define MG_CPU_CLONES
 #endif
+
+// MG_INLINE_IN_CLONES, on a helper with a loop that a cloned function calls: the helper is
+// inlined into each clone and so compiled for that clone's instruction set. Left to itself,
+// GCC may keep such a helper out of line, compiled once for the baseline, and every clone
+// then calls the 4-floats-wide copy.
+#if defined(__GNUC__) || defined(__clang__)
+#define MG_INLINE_IN_CLONES __attribute__((always_inline)) inline
+#else
+#define MG_INLINE_IN_CLONES inline
+#endif

@@ -13,9 +13,8 @@
 // [outer, reduced, inner] (see sum_fast_path):
 // - inner == 1, each output the sum of a contiguous row: the row is cut into blocks of
 //   kSumBlock elements; in a block, element i adds into accumulator lane i % kSumLanes, and
-//   the lanes combine pairwise (lane j += lane j + 8, then + 4, + 2, + 1); the blocks' sums
-//   add left to right. Sixteen independent accumulators are what lets the loop vectorize
-//   and keep the adders busy (one accumulator is one long chain of dependent adds).
+//   the lanes combine pairwise (lane j += lane j + 8, then + 4, + 2, + 1: sum_in_lanes,
+//   ops/cpu_loops.h, which softmax's rows use too); the blocks' sums add left to right.
 // - inner > 1, each output a column: rows add into a row of accumulators one after the
 //   other, in row order (an axpy per row, vectorized across the columns).
 // Both orders are fixed by the shape alone, so sums are bitwise the same for any thread
@@ -165,19 +164,12 @@ bool as_outer_reduced_inner(const Tensor& x, const std::vector<bool>& reduced, R
 }
 
 constexpr int64_t kSumBlock = 4096;  // elements of a row summed as one block
-constexpr int kSumLanes = 16;        // accumulators in a block
 
-// The sum of p[0, n), n <= kSumBlock, in the order the header describes.
+// The sum of p[0, n), n <= kSumBlock, in the order the header describes (sum_in_lanes,
+// ops/cpu_loops.h).
 template <typename acc_t, typename scalar_t>
 MG_CPU_CLONES static acc_t block_sum(const scalar_t* p, int64_t n) {
-  acc_t lane[kSumLanes] = {};
-  const int64_t whole = n / kSumLanes * kSumLanes;
-  for (int64_t i = 0; i < whole; i += kSumLanes)
-    for (int j = 0; j < kSumLanes; ++j) lane[j] += static_cast<acc_t>(p[i + j]);
-  for (int64_t i = whole; i < n; ++i) lane[i - whole] += static_cast<acc_t>(p[i]);
-  for (int width = kSumLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
-  return lane[0];
+  return sum_in_lanes<acc_t>(n, [p](int64_t i) { return static_cast<acc_t>(p[i]); });
 }
 
 // acc[j] += x[r * row_stride + j] for rows r = 0 .. rows-1 in order, columns j in [0, cols).

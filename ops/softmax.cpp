@@ -14,10 +14,10 @@
 //
 // On the CPU, contiguous rows along the last dim (the common case) take the row kernels
 // (softmax_row, softmax_backward_row): float rows compute exp in float with the vectorizable
-// fast_math::exp_float, and their lane sums add in double over kRowLanes interleaved
-// accumulators combined pairwise, an order fixed by the row length alone. Other layouts take
-// the lane loops (double exp, sequential sums). Either way the threads split the work by
-// whole lanes, so no result depends on the thread count.
+// fast_math::exp_float, and their sums add in double over kSumLanes interleaved
+// accumulators combined pairwise (sum_in_lanes, ops/cpu_loops.h), an order fixed by the row
+// length alone. Other layouts take the lane loops (double exp, sequential sums). Either way
+// the threads split the work by whole lanes, so no result depends on the thread count.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -77,34 +77,17 @@ T cpu_exp(T v) {
     return std::exp(v);
 }
 
-constexpr int kRowLanes = 16;
-
-// The sum of term(i) for i in [0, n), in double: term i adds into lane i % kRowLanes, and the
-// lanes combine pairwise (j += j + 8, + 4, + 2, + 1). Inline into the row kernels, so it is
-// vectorized with them.
-template <typename Term>
-double sum_in_lanes(int64_t n, const Term& term) {
-  double lane[kRowLanes] = {};
-  const int64_t whole = n / kRowLanes * kRowLanes;
-  for (int64_t i = 0; i < whole; i += kRowLanes)
-    for (int j = 0; j < kRowLanes; ++j) lane[j] += term(i + j);
-  for (int64_t i = whole; i < n; ++i) lane[i - whole] += term(i);
-  for (int width = kRowLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
-  return lane[0];
-}
-
 // The largest element, NaNs skipped (as fmax does; a NaN reaches the output through exp).
 template <typename T>
-T row_max(const T* in, int64_t n) {
-  T lane[kRowLanes];
-  for (int j = 0; j < kRowLanes; ++j) lane[j] = -std::numeric_limits<T>::infinity();
-  const int64_t whole = n / kRowLanes * kRowLanes;
-  for (int64_t i = 0; i < whole; i += kRowLanes)
-    for (int j = 0; j < kRowLanes; ++j) lane[j] = in[i + j] > lane[j] ? in[i + j] : lane[j];
+MG_INLINE_IN_CLONES T row_max(const T* in, int64_t n) {
+  T lane[kSumLanes];
+  for (int j = 0; j < kSumLanes; ++j) lane[j] = -std::numeric_limits<T>::infinity();
+  const int64_t whole = n / kSumLanes * kSumLanes;
+  for (int64_t i = 0; i < whole; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) lane[j] = in[i + j] > lane[j] ? in[i + j] : lane[j];
   T best = -std::numeric_limits<T>::infinity();
   for (int64_t i = whole; i < n; ++i) best = in[i] > best ? in[i] : best;
-  for (int j = 0; j < kRowLanes; ++j) best = lane[j] > best ? lane[j] : best;
+  for (int j = 0; j < kSumLanes; ++j) best = lane[j] > best ? lane[j] : best;
   return best;
 }
 
@@ -123,7 +106,7 @@ MG_CPU_CLONES static void softmax_row(const T* in, T* out, int64_t n, bool log) 
   // inside the sum's lanes would keep the compiler from vectorizing either loop, and the row
   // is in L1 by the second pass.
   exp_shifted(in, lane_max, out, n);
-  const double sum_exp = sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(out[i]); });
+  const double sum_exp = sum_in_lanes<double>(n, [&](int64_t i) { return static_cast<double>(out[i]); });
   if (log) {
     const double log_sum_exp = std::log(sum_exp);
     for (int64_t i = 0; i < n; ++i)
@@ -138,13 +121,13 @@ MG_CPU_CLONES static void softmax_row(const T* in, T* out, int64_t n, bool log) 
 template <typename T>
 MG_CPU_CLONES static void softmax_backward_row(const T* g, const T* y, T* result, int64_t n, bool log) {
   if (log) {
-    const double total = sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(g[i]); });
+    const double total = sum_in_lanes<double>(n, [&](int64_t i) { return static_cast<double>(g[i]); });
     for (int64_t i = 0; i < n; ++i)
       result[i] = static_cast<T>(static_cast<double>(g[i]) - static_cast<double>(cpu_exp(y[i])) * total);
     return;
   }
   const double total =
-      sum_in_lanes(n, [&](int64_t i) { return static_cast<double>(g[i]) * static_cast<double>(y[i]); });
+      sum_in_lanes<double>(n, [&](int64_t i) { return static_cast<double>(g[i]) * static_cast<double>(y[i]); });
   for (int64_t i = 0; i < n; ++i)
     result[i] = static_cast<T>(static_cast<double>(y[i]) * (static_cast<double>(g[i]) - total));
 }
