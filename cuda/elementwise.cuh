@@ -167,13 +167,15 @@ __device__ __forceinline__ RowOf<T> row_of(const Operand<T>& operand, const RowC
 }
 
 // Slot `slot` of a row. N > 1: N consecutive elements in one aligned access, or one value
-// repeated when the stride is 0. N = 1: the element at slot x stride.
-template <int N, typename T>
+// repeated when the stride is 0 (only where kRowBroadcast says an input may have stride 0
+// along its row: the kernel for x + bias knows that none has, and tests nothing). N = 1:
+// the element at slot x stride.
+template <int N, bool kRowBroadcast, typename T>
 __device__ __forceinline__ AlignedVector<T, N> load_slot(RowOf<const T> row, int64_t slot) {
   AlignedVector<T, N> x;
   if constexpr (N == 1) {
     x.values[0] = row.data[slot * row.stride];
-  } else if (row.stride == 0) {
+  } else if (kRowBroadcast && row.stride == 0) {
     const T value = row.data[0];
 #pragma unroll
     for (int j = 0; j < N; ++j) x.values[j] = value;
@@ -202,14 +204,14 @@ struct Chunk {
   AlignedVector<T, N> slot[kSlotsPerThread<N>];
 };
 
-template <int N, typename T>
+template <int N, bool kRowBroadcast, typename T>
 __device__ __forceinline__ Chunk<T, N> load_chunk(RowOf<const T> row, int64_t first_slot, int slot_step,
                                                    int64_t whole_slots) {
   Chunk<T, N> chunk;
 #pragma unroll
   for (int k = 0; k < kSlotsPerThread<N>; ++k) {
     const int64_t slot = first_slot + k * slot_step;
-    if (slot < whole_slots) chunk.slot[k] = load_slot<N>(row, slot);
+    if (slot < whole_slots) chunk.slot[k] = load_slot<N, kRowBroadcast>(row, slot);
   }
   return chunk;
 }
@@ -253,7 +255,7 @@ __device__ __forceinline__ void map_element(const F& f, int64_t row_index, int64
 // whole_slots), loaded, computed and stored. The chunks are the arguments of
 // compute_and_store, so every load is issued before the first value is used. row_index is
 // the linear index of the row's first element (the index of column c is row_index + c).
-template <int N, typename out0_t, typename out1_t, typename F, typename... in_t>
+template <int N, bool kRowBroadcast, typename out0_t, typename out1_t, typename F, typename... in_t>
 __device__ __forceinline__ void map_slots(const F& f, int64_t row_index, RowOf<out0_t> out0, RowOf<out1_t> out1,
                                           int64_t first_slot, int slot_step, int64_t whole_slots,
                                           RowOf<const in_t>... in) {
@@ -276,7 +278,7 @@ __device__ __forceinline__ void map_slots(const F& f, int64_t row_index, RowOf<o
       }
     }
   };
-  compute_and_store(load_chunk<N>(in, first_slot, slot_step, whole_slots)...);
+  compute_and_store(load_chunk<N, kRowBroadcast>(in, first_slot, slot_step, whole_slots)...);
 }
 
 // The fast path: every operand contiguous, of one shape, aligned to N elements, so vector v
@@ -289,7 +291,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t tile = int64_t{kThreads} * kSlotsPerThread<N>;
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * tile + threadIdx.x; first < vectors;
        first += static_cast<int64_t>(gridDim.x) * tile)
-    map_slots<N>(f, 0, RowOf<out0_t>{out0, 1}, RowOf<out1_t>{out1, 1}, first, kThreads, vectors,
+    map_slots<N, false>(f, 0, RowOf<out0_t>{out0, 1}, RowOf<out1_t>{out1, 1}, first, kThreads, vectors,
                  RowOf<const in_t>{in, 1}...);
   // The last n % N elements make no whole vector: one each, by the first threads of block 0.
   const int64_t element = vectors * N + threadIdx.x;
@@ -311,7 +313,13 @@ __global__ void __launch_bounds__(kThreads)
 // ptxas then spills a few bytes in three ops (division, where, pow; 4-36 bytes), none in
 // the others. Wider types spill more under the cap (up to 220 bytes for double division)
 // and keep 40.
-template <int N, int kOuterDims, typename out0_t, typename out1_t, typename F, typename... in_t>
+//
+// kRowBroadcast: whether an input may have stride 0 along its rows (a [rows, 1] operand:
+// x - mean(x, -1, keepdim)), read as one value repeated. The host sends such maps to the
+// kernel for any number of outer dims, so that the one-outer-dim kernel (x + bias) loads
+// every vector without testing a stride.
+template <int N, int kOuterDims, bool kRowBroadcast, typename out0_t, typename out1_t, typename F,
+          typename... in_t>
 __global__ void __launch_bounds__(kThreads, kOuterDims == 1 && N == 8 ? kFullSM : 1)
     rows_kernel(F f, Rows rows, Operand<out0_t> out0, Operand<out1_t> out1, Operand<const in_t>... in) {
   const int slot_step = 1 << rows.row_shift;
@@ -326,7 +334,7 @@ __global__ void __launch_bounds__(kThreads, kOuterDims == 1 && N == 8 ? kFullSM 
     const int64_t row_index = row * rows.columns;
     // Where the row starts in each operand, found once and used by the vectors and the tail.
     auto map_row = [&](RowOf<out0_t> out0_row, RowOf<out1_t> out1_row, RowOf<const in_t>... in_rows) {
-      map_slots<N>(f, row_index, out0_row, out1_row, first_slot, slot_step, whole_slots, in_rows...);
+      map_slots<N, kRowBroadcast>(f, row_index, out0_row, out1_row, first_slot, slot_step, whole_slots, in_rows...);
       // The row's last columns % N elements, one at a time, by the thread whose next slot
       // they would be. The outputs' stride is 1 here (N > 1), said so to the compiler.
       if constexpr (N > 1) {
@@ -456,18 +464,22 @@ struct Launcher {
     const Operand<out0_t> out0_operand = make_operand<out0_t>(out0.raw_data(), layout, 0);
     Operand<out1_t> out1_operand;
     if constexpr (kOutputs == 2) out1_operand = make_operand<out1_t>(out1_data, layout, 1);
-    // Three kernels: vectors with one outer dim (the common broadcast), vectors with more,
-    // and single elements (strided or misaligned operands, any number of dims).
-    if (vectorized && rows.outer_ndim <= 1)
-      rows_kernel<kVector, 1, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+    // Three kernels: vectors with one outer dim and no input broadcast along the rows (the
+    // common broadcast, x + bias), vectors for the rest, and single elements (strided or
+    // misaligned operands, any number of dims).
+    bool row_broadcast = false;
+    for (int k = kOutputs; k < kOperands; ++k)
+      if (layout.ndim > 0 && layout.strides[k][layout.ndim - 1] == 0) row_broadcast = true;
+    if (vectorized && rows.outer_ndim <= 1 && !row_broadcast)
+      rows_kernel<kVector, 1, false, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
           f, rows, out0_operand, out1_operand,
           make_operand<const in_t>(inputs[I]->raw_data(), layout, kOutputs + I)...);
     else if (vectorized)
-      rows_kernel<kVector, kMaxDims, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+      rows_kernel<kVector, kMaxDims, true, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
           f, rows, out0_operand, out1_operand,
           make_operand<const in_t>(inputs[I]->raw_data(), layout, kOutputs + I)...);
     else
-      rows_kernel<1, kMaxDims, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
+      rows_kernel<1, kMaxDims, true, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
           f, rows, out0_operand, out1_operand,
           make_operand<const in_t>(inputs[I]->raw_data(), layout, kOutputs + I)...);
     MG_CUDA_CHECK_LAUNCH(op);

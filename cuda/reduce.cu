@@ -43,9 +43,9 @@ namespace {
 // position along the reduced dim, to a state), combine (two states to one, associative
 // and commutative) and fold (combine with one lifted element: the inner loop's step).
 
-// What a sum of in_t accumulates in: double for float32 and float64, as the CPU kernel does
-// (a float32 accumulator stops growing at 2^24 when adding ones; in a memory-bound kernel
-// the double adds cost nothing), float for the half types, uint64 for int64 and bool: an
+// What a sum of in_t accumulates in: double for float32 and float64 (a float32 accumulator
+// stops growing at 2^24 when adding ones; in a memory-bound kernel the double adds cost
+// nothing; the CPU kernel adds float32 in runs of 8 in float before double), float for the half types, uint64 for int64 and bool: an
 // unsigned sum wraps around modulo 2^64 where a signed one would be undefined, and the
 // total converted back to int64 is the two's-complement result the CPU (and PyTorch) give.
 template <typename in_t>

@@ -65,9 +65,12 @@ TEST_CASE("sum and mean on the GPU match the CPU in float64 and float32, every l
         const Tensor s = sum(on_gpu, c.dims, keepdim);
         CHECK(s.device() == kGpu);
         CHECK(s.dtype() == dtype);
-        // Both backends accumulate in double: only the order of the additions differs.
-        CHECK_ALLCLOSE(s, sum(x, c.dims, keepdim), 1e-6, 1e-9);
-        CHECK_ALLCLOSE(mean(on_gpu, c.dims, keepdim), mean(x, c.dims, keepdim), 1e-6, 1e-9);
+        // The GPU accumulates in double; the CPU too, except that float32 adds runs of 8
+        // terms in float first (ops/reduce.cpp), within 8 float roundings of the sum of the
+        // magnitudes: a few thousand random terms here.
+        const double atol = dtype == kFloat32 ? 1e-5 : 1e-9;
+        CHECK_ALLCLOSE(s, sum(x, c.dims, keepdim), 1e-6, atol);
+        CHECK_ALLCLOSE(mean(on_gpu, c.dims, keepdim), mean(x, c.dims, keepdim), 1e-6, atol);
       }
     }
   }

@@ -212,19 +212,48 @@ TEST_CASE("sum_to sums broadcast dims back down") {
   CHECK_THROWS_CONTAINING(sum_to(x, {2, 4}), "sum_to: shape [2, 4] does not broadcast");
 }
 
-TEST_CASE("sums accumulate in double: float32 does not lose small addends") {
+TEST_CASE("float32 sums: runs of 8 in float, then double; the error does not grow with the length") {
   // 2^24 + 1 == 2^24 in float32: a float32 accumulator would drop every one of the ones.
+  // minigrad's CPU sum adds each lane's next 8 terms in float and that run into double: only
+  // the ones in 2^24's own run (at most 7) can be lost, and the float32 result rounds once
+  // more (float32 numbers are 2 apart here).
+  const double exact = 16778216.0;
   std::vector<float> values(1001, 1.0f);
   values[0] = 16777216.0f;
   Tensor x = from_vector(values, {1001});
   CHECK(sum(x).dtype() == kFloat32);
-  CHECK(sum(x).item() == 16778216.0);
-  CHECK(mean(x).item<float>() == static_cast<float>(16778216.0 / 1001.0));
+  const double total = sum(x).item();
+  CHECK(total <= exact);
+  CHECK(total >= exact - 8.0);
+  CHECK(mean(x).item<float>() == static_cast<float>(total / 1001.0));
+  // The same numbers as a column: rows add in runs of 8 too.
+  Tensor column = x.reshape({1001, 1}).expand({1001, 3}).contiguous();
+  const std::vector<float> by_column = sum(column, {0}).to_vector<float>();
+  for (float s : by_column) CHECK(s == static_cast<float>(total));
 
+  // The bound, on random rows and columns of every length up to a few blocks: each run is at
+  // most 7 float roundings of its magnitudes, the output one more.
   manual_seed(5);
-  Tensor y = randn({3, 50, 7});
-  CHECK_ALLCLOSE(sum(y, {1}), reference_reduce(y, {1}, false, group_sum).to(kFloat32), 1e-6, 1e-6);
-  CHECK_ALLCLOSE(max(y, 2), reference_reduce(y, {2}, false, group_max).to(kFloat32), 0.0, 0.0);
+  for (int64_t n : {1, 7, 8, 9, 127, 128, 129, 1000, 4096, 4097, 9001}) {
+    CAPTURE(n);
+    Tensor y = randn({3, n});
+    const std::vector<float> v = y.to_vector<float>();
+    const std::vector<float> rows = sum(y, {1}).to_vector<float>();
+    const std::vector<float> cols = sum(y.t().contiguous(), {0}).to_vector<float>();
+    for (size_t r = 0; r < 3; ++r) {
+      double exact_sum = 0, magnitude = 0;
+      for (int64_t c = 0; c < n; ++c) {
+        exact_sum += v[r * static_cast<size_t>(n) + static_cast<size_t>(c)];
+        magnitude += std::fabs(v[r * static_cast<size_t>(n) + static_cast<size_t>(c)]);
+      }
+      const double bound = 8.0 * std::ldexp(1.0, -24) * magnitude;
+      CHECK(std::fabs(rows[r] - exact_sum) <= bound);
+      CHECK(std::fabs(cols[r] - exact_sum) <= bound);
+    }
+  }
+  Tensor z = randn({3, 50, 7});
+  CHECK_ALLCLOSE(sum(z, {1}), reference_reduce(z, {1}, false, group_sum).to(kFloat32), 1e-6, 1e-6);
+  CHECK_ALLCLOSE(max(z, 2), reference_reduce(z, {2}, false, group_max).to(kFloat32), 0.0, 0.0);
 }
 
 TEST_CASE("float16 and bfloat16 reduce by upcasting to float32") {
