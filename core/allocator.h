@@ -32,6 +32,13 @@ inline bool cuda_is_available() { return has_allocator(DeviceType::CUDA); }
 
 void register_device_copy(DeviceType type, DeviceCopyFn fn);
 
+// The CPU allocator keeps freed buffers of 4 MiB and more for reuse (up to
+// MINIGRAD_CPU_CACHE_MB MiB, default 512; none under AddressSanitizer), so that a loop
+// reusing tensor sizes does not fault in fresh pages each step. cpu_empty_cache() gives
+// them back to the system; cpu_cached_bytes() is what the cache holds now.
+void cpu_empty_cache();
+size_t cpu_cached_bytes();
+
 // Kernels a device runs on its own memory, so that copies, conversions and fills between
 // tensors on one device never pass through the host. Where a device has none (null), core
 // stages strided or converting copies through the host instead.

@@ -26,6 +26,35 @@ TEST_CASE("creation functions fill the right values, dtype and contiguous stride
   CHECK_THROWS_CONTAINING(arange(0.0, 1.0, 0.0), "arange: step must be nonzero");
 }
 
+TEST_CASE("the CPU allocator keeps freed buffers of 4 MiB and more for reuse") {
+  cpu_empty_cache();
+  CHECK(cpu_cached_bytes() == 0);
+  const size_t big_bytes = size_t(12) << 20;  // 3 Mi floats: a whole number of 2 MiB pages
+  const void* first = nullptr;
+  {
+    Tensor big = empty({3 << 20}, kFloat32);
+    first = big.raw_data();
+    Tensor small = empty({1000}, kFloat32);  // below 4 MiB: freed at once, never kept
+  }
+#if defined(__SANITIZE_ADDRESS__)
+  CHECK(cpu_cached_bytes() == 0);  // AddressSanitizer builds keep nothing, so use after free is caught
+  (void)first;
+  (void)big_bytes;
+#else
+  CHECK(cpu_cached_bytes() == big_bytes);
+  {
+    Tensor other_size = empty({5 << 20}, kFloat32);  // 20 MiB: a size the cache does not hold
+    CHECK(other_size.raw_data() != first);
+    Tensor again = empty({3 << 20}, kFloat32);  // the same pages: the buffer comes back
+    CHECK(again.raw_data() == first);
+    CHECK(cpu_cached_bytes() == 0);
+  }
+  CHECK(cpu_cached_bytes() == big_bytes + (size_t(20) << 20));
+#endif
+  cpu_empty_cache();
+  CHECK(cpu_cached_bytes() == 0);
+}
+
 TEST_CASE("from_vector, item and to_vector round-trip, with clear errors") {
   Tensor t = from_vector<double>({1, 2, 3, 4, 5, 6}, {2, 3});
   CHECK(t.dtype() == kFloat64);
