@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <exception>
@@ -32,9 +33,30 @@ std::atomic<int>& configured_threads() {
 // from there runs inline.
 thread_local bool inside_parallel_region = false;
 
-// The pool: workers sleep on `wake` until `generation` moves on, run their chunk of the
-// current job, and the last one to finish wakes the caller through `done`. One job at a
-// time: the caller holds pool_mutex for the whole job.
+// Waits until ready() is true, polling for about kSpinMicroseconds, and says whether it
+// became true in that time. The pool's threads spin before they sleep: waking a thread
+// asleep on a condition variable took tens of microseconds on the 2-core development VM,
+// a fifth of a 0.1 ms parallel sum, and ops run back to back, each one a parallel_for
+// (docs/perf-notes.md). Past the spin the threads sleep, so an idle pool costs no CPU.
+constexpr int64_t kSpinMicroseconds = 100;
+
+template <typename Ready>
+bool spin_until(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(kSpinMicroseconds);
+  while (true) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();  // tells the core this is a spin loop (saves power, frees the sibling)
+#endif
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
+// The pool: workers wait (spinning, then asleep on `wake`) until `generation` moves on, run
+// their chunk of the current job, and the last one to finish tells the caller, which waits
+// the same way on `done`. One job at a time: the caller holds pool_mutex for the whole job.
 class ThreadPool {
  public:
   explicit ThreadPool(int threads) {
@@ -43,7 +65,7 @@ class ThreadPool {
   ~ThreadPool() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      stopping_ = true;
+      stopping_.store(true);
     }
     wake_.notify_all();
     for (std::thread& t : workers_) t.join();
@@ -52,18 +74,24 @@ class ThreadPool {
 
   // Runs chunk(fn, ...) over `chunks` equal pieces of [begin, end): piece 0 here, the
   // others on workers 1 .. chunks-1.
+  // The job is written under the mutex, and a worker copies it under the mutex once it sees
+  // the generation move on.
   void run(int64_t begin, int64_t end, int chunks, detail::ChunkFn chunk, const void* fn) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = Job{begin, end, chunks, chunk, fn};
-      remaining_ = chunks - 1;
+      remaining_.store(chunks - 1, std::memory_order_relaxed);
       error_ = nullptr;
-      ++generation_;
+      generation_.fetch_add(1, std::memory_order_relaxed);  // the mutex orders it with the job
     }
     wake_.notify_all();
-    run_piece(0);
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return remaining_ == 0; });
+    run_piece(job_, 0);
+    auto finished = [this] { return remaining_.load(std::memory_order_acquire) == 0; };
+    if (!spin_until(finished)) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, finished);
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
     if (error_) std::rethrow_exception(error_);
   }
 
@@ -75,13 +103,13 @@ class ThreadPool {
     const void* fn = nullptr;
   };
 
-  void run_piece(int piece) {
-    const int64_t n = job_.end - job_.begin;
-    const int64_t b = job_.begin + n * piece / job_.chunks;
-    const int64_t e = job_.begin + n * (piece + 1) / job_.chunks;
+  void run_piece(const Job& job, int piece) {
+    const int64_t n = job.end - job.begin;
+    const int64_t b = job.begin + n * piece / job.chunks;
+    const int64_t e = job.begin + n * (piece + 1) / job.chunks;
     inside_parallel_region = true;
     try {
-      job_.chunk(job_.fn, b, e);
+      job.chunk(job.fn, b, e);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -91,27 +119,39 @@ class ThreadPool {
 
   void work(int index) {
     uint64_t seen = 0;
+    auto woken = [&] { return stopping_.load() || generation_.load(std::memory_order_acquire) != seen; };
     while (true) {
-      {
+      if (!spin_until(woken)) {
         std::unique_lock<std::mutex> lock(mutex_);
-        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
-        if (stopping_) return;
-        seen = generation_;
-        if (index >= job_.chunks) continue;  // this job has fewer pieces than threads
+        wake_.wait(lock, woken);
       }
-      run_piece(index);
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--remaining_ == 0) done_.notify_one();
+      Job job;
+      {
+        // A worker this job needs (index < chunks) is waited for, so the caller cannot move on
+        // to the next job before this worker has read this one.
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_.load()) return;
+        seen = generation_.load(std::memory_order_relaxed);
+        job = job_;
+      }
+      if (index >= job.chunks) continue;  // this job has fewer pieces than threads
+      run_piece(job, index);
+      // The last piece tells the caller; notifying under the mutex means a caller that has
+      // just found remaining_ nonzero and is about to sleep cannot miss it.
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        done_.notify_one();
+      }
     }
   }
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  uint64_t generation_ = 0;
-  bool stopping_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stopping_{false};
   Job job_;
-  int remaining_ = 0;
+  std::atomic<int> remaining_{0};
   std::exception_ptr error_;
 };
 
