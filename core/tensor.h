@@ -55,6 +55,9 @@ inline TensorOptions dtype(DType d) { return TensorOptions().dtype(d); }
 inline TensorOptions device(Device d) { return TensorOptions().device(d); }
 inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requires_grad(r); }
 
+// Defined with gelu in ops/ops.h (None: exact; Tanh: the tanh approximation).
+enum class GeluApproximation;
+
 class Tensor {
  public:
   Tensor() = default;
@@ -148,13 +151,68 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
 
+  // ---- the public ops as members, LibTorch's spellings (x.exp(), x.sum(1, true)) ----
+  // Each calls the function of the same name in ops/ops.h and is defined next to it. Scalar
+  // arguments are doubles, as in those functions.
+  Tensor add(const Tensor& other, double alpha = 1.0) const;  // this + alpha * other
+  Tensor add(double other) const;
+  Tensor sub(const Tensor& other, double alpha = 1.0) const;  // this - alpha * other
+  Tensor sub(double other) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(double other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(double other) const;
+  Tensor neg() const;
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor erf() const;
+  Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor abs() const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor clamp(double min, double max) const;
+  Tensor clamp_min(double min) const;
+  Tensor clamp_max(double max) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(double other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(double other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(double other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(double other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(double other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(double other) const;
+  Tensor matmul(const Tensor& other) const;
+  Tensor softmax(int64_t dim) const;
+  Tensor log_softmax(int64_t dim) const;
+  Tensor relu() const;
+  Tensor gelu() const;
+  Tensor gelu(GeluApproximation approximate) const;
+  Tensor softplus(double beta = 1.0, double threshold = 20.0) const;
+
   // ---- reductions (differentiable) ----
   Tensor sum() const;
   Tensor sum(const Shape& dims, bool keepdim = false) const;
+  // One dim as an integer: x.sum(1), x.sum(-1, true). A template, so that a braced list
+  // never picks it: x.sum({}) stays "every dim" and x.sum({1}) is the list form.
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  Tensor sum(Int dim, bool keepdim = false) const {
+    return sum(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  Tensor mean(Int dim, bool keepdim = false) const {
+    return mean(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
   Tensor max() const;
   Tensor max(int64_t dim, bool keepdim = false) const;
+  Tensor argmax(int64_t dim, bool keepdim = false) const;  // int64, no gradient
 
   // ---- in-place (bump the version counter; refused by autograd while recording) ----
   Tensor& add_(const Tensor& other, double alpha = 1.0);

@@ -180,4 +180,19 @@ Tensor div(const Tensor& a, double b) { return DivScalar::apply(a, b); }
 Tensor rsub(double a, const Tensor& b) { return RSub::apply(a, b); }
 Tensor rdiv(double a, const Tensor& b) { return RDiv::apply(a, b); }
 
+// The member forms (core/tensor.h). alpha scales other first, as in LibTorch: two ops on the
+// tape unless alpha is 1.
+Tensor Tensor::add(const Tensor& other, double alpha) const {
+  return alpha == 1.0 ? minigrad::add(*this, other) : minigrad::add(*this, minigrad::mul(other, alpha));
+}
+Tensor Tensor::add(double other) const { return minigrad::add(*this, other); }
+Tensor Tensor::sub(const Tensor& other, double alpha) const {
+  return alpha == 1.0 ? minigrad::sub(*this, other) : minigrad::sub(*this, minigrad::mul(other, alpha));
+}
+Tensor Tensor::sub(double other) const { return minigrad::sub(*this, other); }
+Tensor Tensor::mul(const Tensor& other) const { return minigrad::mul(*this, other); }
+Tensor Tensor::mul(double other) const { return minigrad::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return minigrad::div(*this, other); }
+Tensor Tensor::div(double other) const { return minigrad::div(*this, other); }
+
 }  // namespace minigrad

@@ -112,4 +112,18 @@ Tensor ge(const Tensor& a, double b) { return compare_scalar<elementwise::Greate
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) { return Where::apply(condition, a, b); }
 
+// The member forms (core/tensor.h).
+Tensor Tensor::eq(const Tensor& other) const { return minigrad::eq(*this, other); }
+Tensor Tensor::eq(double other) const { return minigrad::eq(*this, other); }
+Tensor Tensor::ne(const Tensor& other) const { return minigrad::ne(*this, other); }
+Tensor Tensor::ne(double other) const { return minigrad::ne(*this, other); }
+Tensor Tensor::lt(const Tensor& other) const { return minigrad::lt(*this, other); }
+Tensor Tensor::lt(double other) const { return minigrad::lt(*this, other); }
+Tensor Tensor::le(const Tensor& other) const { return minigrad::le(*this, other); }
+Tensor Tensor::le(double other) const { return minigrad::le(*this, other); }
+Tensor Tensor::gt(const Tensor& other) const { return minigrad::gt(*this, other); }
+Tensor Tensor::gt(double other) const { return minigrad::gt(*this, other); }
+Tensor Tensor::ge(const Tensor& other) const { return minigrad::ge(*this, other); }
+Tensor Tensor::ge(double other) const { return minigrad::ge(*this, other); }
+
 }  // namespace minigrad

@@ -108,4 +108,7 @@ struct GELU : Function<GELU> {
 
 Tensor gelu(const Tensor& x, GeluApproximation approximate) { return GELU::apply(x, approximate); }
 
+Tensor Tensor::gelu() const { return minigrad::gelu(*this); }
+Tensor Tensor::gelu(GeluApproximation approximate) const { return minigrad::gelu(*this, approximate); }
+
 }  // namespace minigrad

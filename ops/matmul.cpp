@@ -195,4 +195,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return Matmul::apply(a, b);
 }
 
+Tensor Tensor::matmul(const Tensor& other) const { return minigrad::matmul(*this, other); }
+
 }  // namespace minigrad

@@ -552,5 +552,6 @@ Tensor Tensor::mean() const { return minigrad::mean(*this); }
 Tensor Tensor::mean(const Shape& dims, bool keepdim) const { return minigrad::mean(*this, dims, keepdim); }
 Tensor Tensor::max() const { return minigrad::max(*this); }
 Tensor Tensor::max(int64_t dim, bool keepdim) const { return minigrad::max(*this, dim, keepdim); }
+Tensor Tensor::argmax(int64_t dim, bool keepdim) const { return minigrad::argmax(*this, dim, keepdim); }
 
 }  // namespace minigrad

@@ -58,4 +58,6 @@ struct ReLU : Function<ReLU> {
 
 Tensor relu(const Tensor& x) { return ReLU::apply(x); }
 
+Tensor Tensor::relu() const { return minigrad::relu(*this); }
+
 }  // namespace minigrad

@@ -360,4 +360,7 @@ Tensor log_softmax(const Tensor& x, int64_t dim) {
   return LogSoftmax::apply(x, dim);
 }
 
+Tensor Tensor::softmax(int64_t dim) const { return minigrad::softmax(*this, dim); }
+Tensor Tensor::log_softmax(int64_t dim) const { return minigrad::log_softmax(*this, dim); }
+
 }  // namespace minigrad

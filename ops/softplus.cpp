@@ -73,4 +73,6 @@ struct Softplus : Function<Softplus> {
 
 Tensor softplus(const Tensor& x, double beta, double threshold) { return Softplus::apply(x, beta, threshold); }
 
+Tensor Tensor::softplus(double beta, double threshold) const { return minigrad::softplus(*this, beta, threshold); }
+
 }  // namespace minigrad

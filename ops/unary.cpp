@@ -213,4 +213,19 @@ Tensor pow(const Tensor& x, double exponent) { return PowScalar::apply(x, expone
 Tensor pow(const Tensor& x, const Tensor& exponent) { return PowTensor::apply(x, exponent); }
 Tensor clamp(const Tensor& x, double min, double max) { return Clamp::apply(x, min, max); }
 
+// The member forms (core/tensor.h).
+Tensor Tensor::neg() const { return minigrad::neg(*this); }
+Tensor Tensor::exp() const { return minigrad::exp(*this); }
+Tensor Tensor::log() const { return minigrad::log(*this); }
+Tensor Tensor::sqrt() const { return minigrad::sqrt(*this); }
+Tensor Tensor::erf() const { return minigrad::erf(*this); }
+Tensor Tensor::tanh() const { return minigrad::tanh(*this); }
+Tensor Tensor::sigmoid() const { return minigrad::sigmoid(*this); }
+Tensor Tensor::abs() const { return minigrad::abs(*this); }
+Tensor Tensor::pow(double exponent) const { return minigrad::pow(*this, exponent); }
+Tensor Tensor::pow(const Tensor& exponent) const { return minigrad::pow(*this, exponent); }
+Tensor Tensor::clamp(double min, double max) const { return minigrad::clamp(*this, min, max); }
+Tensor Tensor::clamp_min(double min) const { return minigrad::clamp_min(*this, min); }
+Tensor Tensor::clamp_max(double max) const { return minigrad::clamp_max(*this, max); }
+
 }  // namespace minigrad

@@ -1,0 +1,141 @@
+// The member forms of the public ops (x.exp(), x.sum(1, true), x.add(y, alpha), ...): each
+// gives the bits of the function it names, records the same history, and the integer-dim
+// overloads of sum and mean do not change what a braced list means.
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tests/test_support.h"
+
+using namespace minigrad;
+
+namespace {
+
+bool same_values(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  const std::vector<double> va = a.to_vector<double>();
+  const std::vector<double> vb = b.to_vector<double>();
+  return std::memcmp(va.data(), vb.data(), va.size() * sizeof(double)) == 0;
+}
+
+struct MemberCase {
+  std::string name;
+  std::function<Tensor(const Tensor&, const Tensor&)> member;    // x.f(y)
+  std::function<Tensor(const Tensor&, const Tensor&)> function;  // f(x, y)
+  bool differentiable = true;
+};
+
+}  // namespace
+
+TEST_CASE("each member form gives the bits and the history of its function") {
+  manual_seed(11);
+  // Positive x for log, sqrt and pow; y broadcast along the rows.
+  const Tensor x = add(rand({3, 4}, kFloat64), 0.5);
+  const Tensor y = randn({4}, kFloat64);
+  const std::vector<MemberCase> cases = {
+      {"add", [](auto& a, auto& b) { return a.add(b); }, [](auto& a, auto& b) { return add(a, b); }},
+      {"add alpha", [](auto& a, auto& b) { return a.add(b, 2.5); }, [](auto& a, auto& b) { return add(a, mul(b, 2.5)); }},
+      {"add scalar", [](auto& a, auto&) { return a.add(1.5); }, [](auto& a, auto&) { return add(a, 1.5); }},
+      {"sub", [](auto& a, auto& b) { return a.sub(b); }, [](auto& a, auto& b) { return sub(a, b); }},
+      {"sub alpha", [](auto& a, auto& b) { return a.sub(b, -3.0); }, [](auto& a, auto& b) { return sub(a, mul(b, -3.0)); }},
+      {"sub scalar", [](auto& a, auto&) { return a.sub(1.5); }, [](auto& a, auto&) { return sub(a, 1.5); }},
+      {"mul", [](auto& a, auto& b) { return a.mul(b); }, [](auto& a, auto& b) { return mul(a, b); }},
+      {"mul scalar", [](auto& a, auto&) { return a.mul(-2.0); }, [](auto& a, auto&) { return mul(a, -2.0); }},
+      {"div", [](auto& a, auto& b) { return a.div(b); }, [](auto& a, auto& b) { return div(a, b); }},
+      {"div scalar", [](auto& a, auto&) { return a.div(3.0); }, [](auto& a, auto&) { return div(a, 3.0); }},
+      {"neg", [](auto& a, auto&) { return a.neg(); }, [](auto& a, auto&) { return neg(a); }},
+      {"exp", [](auto& a, auto&) { return a.exp(); }, [](auto& a, auto&) { return exp(a); }},
+      {"log", [](auto& a, auto&) { return a.log(); }, [](auto& a, auto&) { return log(a); }},
+      {"sqrt", [](auto& a, auto&) { return a.sqrt(); }, [](auto& a, auto&) { return sqrt(a); }},
+      {"erf", [](auto& a, auto&) { return a.erf(); }, [](auto& a, auto&) { return erf(a); }},
+      {"tanh", [](auto& a, auto&) { return a.tanh(); }, [](auto& a, auto&) { return tanh(a); }},
+      {"sigmoid", [](auto& a, auto&) { return a.sigmoid(); }, [](auto& a, auto&) { return sigmoid(a); }},
+      {"abs", [](auto& a, auto& b) { return a.mul(b).abs(); }, [](auto& a, auto& b) { return abs(mul(a, b)); }},
+      {"pow scalar", [](auto& a, auto&) { return a.pow(2.5); }, [](auto& a, auto&) { return pow(a, 2.5); }},
+      {"pow tensor", [](auto& a, auto& b) { return a.pow(b); }, [](auto& a, auto& b) { return pow(a, b); }},
+      {"clamp", [](auto& a, auto&) { return a.clamp(0.7, 1.2); }, [](auto& a, auto&) { return clamp(a, 0.7, 1.2); }},
+      {"clamp_min", [](auto& a, auto&) { return a.clamp_min(0.9); }, [](auto& a, auto&) { return clamp_min(a, 0.9); }},
+      {"clamp_max", [](auto& a, auto&) { return a.clamp_max(0.9); }, [](auto& a, auto&) { return clamp_max(a, 0.9); }},
+      {"eq", [](auto& a, auto& b) { return a.eq(b); }, [](auto& a, auto& b) { return eq(a, b); }, false},
+      {"eq scalar", [](auto& a, auto&) { return a.eq(1.0); }, [](auto& a, auto&) { return eq(a, 1.0); }, false},
+      {"ne", [](auto& a, auto& b) { return a.ne(b); }, [](auto& a, auto& b) { return ne(a, b); }, false},
+      {"ne scalar", [](auto& a, auto&) { return a.ne(1.0); }, [](auto& a, auto&) { return ne(a, 1.0); }, false},
+      {"lt", [](auto& a, auto& b) { return a.lt(b); }, [](auto& a, auto& b) { return lt(a, b); }, false},
+      {"lt scalar", [](auto& a, auto&) { return a.lt(1.0); }, [](auto& a, auto&) { return lt(a, 1.0); }, false},
+      {"le", [](auto& a, auto& b) { return a.le(b); }, [](auto& a, auto& b) { return le(a, b); }, false},
+      {"le scalar", [](auto& a, auto&) { return a.le(1.0); }, [](auto& a, auto&) { return le(a, 1.0); }, false},
+      {"gt", [](auto& a, auto& b) { return a.gt(b); }, [](auto& a, auto& b) { return gt(a, b); }, false},
+      {"gt scalar", [](auto& a, auto&) { return a.gt(1.0); }, [](auto& a, auto&) { return gt(a, 1.0); }, false},
+      {"ge", [](auto& a, auto& b) { return a.ge(b); }, [](auto& a, auto& b) { return ge(a, b); }, false},
+      {"ge scalar", [](auto& a, auto&) { return a.ge(1.0); }, [](auto& a, auto&) { return ge(a, 1.0); }, false},
+      {"matmul", [](auto& a, auto& b) { return a.matmul(b); }, [](auto& a, auto& b) { return matmul(a, b); }},
+      {"softmax", [](auto& a, auto&) { return a.softmax(-1); }, [](auto& a, auto&) { return softmax(a, -1); }},
+      {"log_softmax", [](auto& a, auto&) { return a.log_softmax(0); }, [](auto& a, auto&) { return log_softmax(a, 0); }},
+      {"relu", [](auto& a, auto& b) { return a.sub(b).relu(); }, [](auto& a, auto& b) { return relu(sub(a, b)); }},
+      {"gelu", [](auto& a, auto& b) { return a.mul(b).gelu(); }, [](auto& a, auto& b) { return gelu(mul(a, b)); }},
+      {"gelu tanh", [](auto& a, auto& b) { return a.mul(b).gelu(GeluApproximation::Tanh); },
+       [](auto& a, auto& b) { return gelu(mul(a, b), GeluApproximation::Tanh); }},
+      {"softplus", [](auto& a, auto& b) { return a.mul(b).softplus(2.0, 1.5); },
+       [](auto& a, auto& b) { return softplus(mul(a, b), 2.0, 1.5); }},
+      {"sum dim", [](auto& a, auto&) { return a.sum(1); }, [](auto& a, auto&) { return sum(a, {1}); }},
+      {"sum dim keepdim", [](auto& a, auto&) { return a.sum(-1, true); }, [](auto& a, auto&) { return sum(a, {-1}, true); }},
+      {"mean dim", [](auto& a, auto&) { return a.mean(0); }, [](auto& a, auto&) { return mean(a, {0}); }},
+      {"mean dim keepdim", [](auto& a, auto&) { return a.mean(int64_t{1}, true); },
+       [](auto& a, auto&) { return mean(a, {1}, true); }},
+      {"argmax", [](auto& a, auto&) { return a.argmax(1); }, [](auto& a, auto&) { return argmax(a, 1); }, false},
+  };
+  std::vector<Device> devices = {Device::cpu()};
+  if (cuda_is_available()) devices.push_back(Device::cuda(0));
+  for (Device device : devices) {
+    for (const MemberCase& c : cases) {
+      CAPTURE(c.name);
+      CAPTURE(device);
+      const Tensor a = x.detach().to(device).requires_grad_();
+      // matmul needs a [4, k] right side: y as a column.
+      const Tensor b = (c.name == "matmul" ? y.reshape({4, 1}) : y).detach().to(device).requires_grad_();
+      const Tensor by_member = c.member(a, b);
+      const Tensor by_function = c.function(a, b);
+      CHECK(by_member.device() == device);
+      CHECK(same_values(by_member, by_function));
+      CHECK(by_member.requires_grad() == c.differentiable);
+      if (!c.differentiable) continue;
+      // The same history: the gradients through each are the same bits.
+      const Tensor g = randn(by_member.sizes(), kFloat64).to(device);
+      const tensor_list via_member = autograd::grad({by_member}, {a, b}, {g}, false, false, true);
+      const tensor_list via_function = autograd::grad({by_function}, {a, b}, {g}, false, false, true);
+      for (size_t i = 0; i < 2; ++i) {
+        CHECK(via_member[i].defined() == via_function[i].defined());
+        if (via_member[i].defined()) CHECK(same_values(via_member[i], via_function[i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("sum and mean of one integer dim; a braced list keeps its meaning") {
+  manual_seed(12);
+  const Tensor x = randn({2, 3, 4});
+  CHECK(x.sum(1).sizes() == Shape{2, 4});
+  CHECK(x.sum(1, true).sizes() == Shape{2, 1, 4});
+  CHECK(x.sum(-1).sizes() == Shape{2, 3});
+  CHECK(x.mean(2, true).sizes() == Shape{2, 3, 1});
+  CHECK(x.sum(int64_t{0}).sizes() == Shape{3, 4});
+  // {} is every dim, {1} one dim, {0, 2} two: the list overload, never the integer one.
+  CHECK(x.sum({}).dim() == 0);
+  CHECK(same_values(x.sum({}), sum(x)));
+  CHECK(same_values(x.sum({1}), x.sum(1)));
+  CHECK(x.sum({0, 2}).sizes() == Shape{3});
+  CHECK(x.mean({}).dim() == 0);
+  CHECK_THROWS_CONTAINING(x.sum(3), "sum");
+}
+
+TEST_CASE("add and sub with alpha scale the other tensor, as in LibTorch") {
+  const Tensor a = from_vector<double>({1, 2, 3}, {3}).requires_grad_();
+  const Tensor b = from_vector<double>({10, 20, 30}, {3}).requires_grad_();
+  CHECK(a.add(b, 0.5).to_vector<double>() == std::vector<double>{6, 12, 18});
+  CHECK(a.sub(b, 0.1).to_vector<double>() == std::vector<double>{0, 0, 0});
+  Tensor y = a.add(b, 0.5).sum();
+  y.backward();
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{1, 1, 1});
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{0.5, 0.5, 0.5});
+}
