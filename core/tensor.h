@@ -200,13 +200,15 @@ class Tensor {
   Tensor sum(const Shape& dims, bool keepdim = false) const;
   // One dim as an integer: x.sum(1), x.sum(-1, true). A template, so that a braced list
   // never picks it: x.sum({}) stays "every dim" and x.sum({1}) is the list form.
-  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  template <typename Int>
+  using IfDimIndex = std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int>;
+  template <typename Int, IfDimIndex<Int> = 0>
   Tensor sum(Int dim, bool keepdim = false) const {
     return sum(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
-  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  template <typename Int, IfDimIndex<Int> = 0>
   Tensor mean(Int dim, bool keepdim = false) const {
     return mean(Shape{static_cast<int64_t>(dim)}, keepdim);
   }

@@ -292,7 +292,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int64_t first = static_cast<int64_t>(blockIdx.x) * tile + threadIdx.x; first < vectors;
        first += static_cast<int64_t>(gridDim.x) * tile)
     map_slots<N, false>(f, 0, RowOf<out0_t>{out0, 1}, RowOf<out1_t>{out1, 1}, first, kThreads, vectors,
-                 RowOf<const in_t>{in, 1}...);
+                        RowOf<const in_t>{in, 1}...);
   // The last n % N elements make no whole vector: one each, by the first threads of block 0.
   const int64_t element = vectors * N + threadIdx.x;
   if (blockIdx.x == 0 && element < n)
@@ -468,8 +468,8 @@ struct Launcher {
     // common broadcast, x + bias), vectors for the rest, and single elements (strided or
     // misaligned operands, any number of dims).
     bool row_broadcast = false;
-    for (int k = kOutputs; k < kOperands; ++k)
-      if (layout.ndim > 0 && layout.strides[k][layout.ndim - 1] == 0) row_broadcast = true;
+    if (layout.ndim > 0)
+      for (int k = kOutputs; k < kOperands; ++k) row_broadcast |= layout.strides[k][layout.ndim - 1] == 0;
     if (vectorized && rows.outer_ndim <= 1 && !row_broadcast)
       rows_kernel<kVector, 1, false, out0_t, out1_t, F, in_t...><<<grid, kThreads, 0, stream>>>(
           f, rows, out0_operand, out1_operand,

@@ -195,8 +195,16 @@ void cpu_map_any(const Tensor& out, const F& f, const std::array<const Tensor*, 
 constexpr int kSumLanes = 16;
 
 // The sum of term(i) for i in [0, n) in acc_t: term i adds into lane i % kSumLanes, and the
-// lanes combine pairwise (lane j += lane j + 8, then + 4, + 2, + 1). The order depends on n
-// alone, so the bits do too. Inlined into each of the caller's instruction-set clones.
+// lanes combine pairwise (combine_lanes: lane j += lane j + 8, then + 4, + 2, + 1). The order
+// depends on n alone, so the bits do too. Inlined into each of the caller's instruction-set
+// clones.
+template <typename acc_t>
+MG_INLINE_IN_CLONES acc_t combine_lanes(acc_t (&lane)[kSumLanes]) {
+  for (int width = kSumLanes / 2; width > 0; width /= 2)
+    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
+  return lane[0];
+}
+
 template <typename acc_t, typename Term>
 MG_INLINE_IN_CLONES acc_t sum_in_lanes(int64_t n, const Term& term) {
   acc_t lane[kSumLanes] = {};
@@ -204,9 +212,7 @@ MG_INLINE_IN_CLONES acc_t sum_in_lanes(int64_t n, const Term& term) {
   for (int64_t i = 0; i < whole; i += kSumLanes)
     for (int j = 0; j < kSumLanes; ++j) lane[j] += term(i + j);
   for (int64_t i = whole; i < n; ++i) lane[i - whole] += term(i);
-  for (int width = kSumLanes / 2; width > 0; width /= 2)
-    for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
-  return lane[0];
+  return combine_lanes(lane);
 }
 
 // ---- the same maps on out's device: the CPU loop above, or the CUDA engine ----

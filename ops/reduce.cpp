@@ -189,7 +189,7 @@ constexpr int64_t kSumColumns = 256; // columns one work item of a column sum ad
 // ops/cpu_loops.h). With run_t narrower than acc_t, element i of each stretch of
 // kSumLanes * kSumRun elements adds into run lane i % kSumLanes; at the stretch's end each
 // run lane goes into its acc_t lane (the last, shorter stretch the same way), and the acc_t
-// lanes combine pairwise.
+// lanes combine pairwise (combine_lanes).
 template <typename acc_t, typename run_t, typename scalar_t>
 MG_CPU_CLONES static acc_t block_sum(const scalar_t* p, int64_t n) {
   if constexpr (std::is_same_v<acc_t, run_t>) {
@@ -208,9 +208,7 @@ MG_CPU_CLONES static acc_t block_sum(const scalar_t* p, int64_t n) {
     };
     while (i + kStretch <= n) add_stretch(i + kStretch);
     if (i < n) add_stretch(n);
-    for (int width = kSumLanes / 2; width > 0; width /= 2)
-      for (int j = 0; j < width; ++j) lane[j] += lane[j + width];
-    return lane[0];
+    return combine_lanes(lane);
   }
 }
 
