@@ -1,14 +1,14 @@
 #pragma once
-// One include for users: #include "minigrad.h"
-#include "autograd/anomaly_mode.h"
-#include "autograd/engine.h"
-#include "autograd/function.h"
-#include "autograd/grad_mode.h"
-#include "autograd/graph_export.h"
-#include "autograd/gradcheck.h"
-#include "core/generator.h"
-#include "core/parallel.h"
-#include "core/print.h"
-#include "core/shape.h"
-#include "core/tensor.h"
-#include "ops/ops.h"
+// One include for users: #include <minigrad/minigrad.h>
+#include <minigrad/autograd/anomaly_mode.h>
+#include <minigrad/autograd/engine.h>
+#include <minigrad/autograd/function.h>
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/autograd/graph_export.h>
+#include <minigrad/autograd/gradcheck.h>
+#include <minigrad/core/generator.h>
+#include <minigrad/core/parallel.h>
+#include <minigrad/core/print.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/core/tensor.h>
+#include <minigrad/ops/ops.h>

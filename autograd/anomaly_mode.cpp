@@ -1,6 +1,6 @@
 // Anomaly mode: the creation site of every recorded op, and a NaN/Inf check of every
 // gradient backward computes (autograd/anomaly_mode.h).
-#include "autograd/anomaly_mode.h"
+#include <minigrad/autograd/anomaly_mode.h>
 
 #include <cxxabi.h>
 #include <execinfo.h>
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "autograd/function.h"
-#include "core/shape.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/core/shape.h>
 
 namespace minigrad {
 namespace autograd {

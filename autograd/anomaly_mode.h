@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/node.h"
+#include <minigrad/autograd/node.h>
 
 namespace minigrad {
 namespace autograd {

@@ -6,7 +6,7 @@
 //   CHECK_GRADGRADCHECK_OPTS(fn, inputs, grad_outputs, o)
 //   CHECK_ALLCLOSE(actual, expected, rtol, atol)
 // On failure they print the report: the worst elements, the input and the index.
-#include "autograd/gradcheck.h"
+#include <minigrad/autograd/gradcheck.h>
 
 #define CHECK_GRADCHECK_OPTS(fn, inputs, options)                          \
   do {                                                                     \

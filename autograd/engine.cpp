@@ -6,16 +6,16 @@
 //      gets the sum), and a node whose count drops to zero becomes ready.
 // autograd::grad runs the same loop, but captures the gradients of its inputs instead of
 // accumulating into leaves, and runs only the nodes that lead to those inputs.
-#include "autograd/engine.h"
+#include <minigrad/autograd/engine.h>
 
 #include <queue>
 #include <unordered_map>
 
-#include "autograd/anomaly_mode.h"
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "core/shape.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/anomaly_mode.h>
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/autograd/node.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace autograd {

@@ -3,7 +3,7 @@
 #include <functional>
 #include <optional>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace autograd {

@@ -1,11 +1,11 @@
-#include "autograd/function.h"
+#include <minigrad/autograd/function.h>
 
 #include <cxxabi.h>
 
 #include <cstdlib>
 
-#include "autograd/grad_mode.h"
-#include "core/shape.h"
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/core/shape.h>
 
 namespace minigrad {
 namespace autograd {

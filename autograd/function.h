@@ -34,9 +34,9 @@
 #include <variant>
 #include <vector>
 
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "core/tensor.h"
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/autograd/node.h>
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace autograd {

@@ -1,4 +1,4 @@
-#include "autograd/grad_mode.h"
+#include <minigrad/autograd/grad_mode.h>
 
 namespace minigrad {
 namespace {

@@ -1,12 +1,12 @@
 // gradcheck and allclose: the library checking itself.
-#include "autograd/gradcheck.h"
+#include <minigrad/autograd/gradcheck.h>
 
 #include <cmath>
 #include <random>
 
-#include "autograd/engine.h"
-#include "autograd/grad_mode.h"
-#include "core/shape.h"
+#include <minigrad/autograd/engine.h>
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/core/shape.h>
 
 namespace minigrad {
 namespace {

@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 

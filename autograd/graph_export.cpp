@@ -1,13 +1,13 @@
 // to_dot: the reachable tape in Graphviz DOT (autograd/graph_export.h).
-#include "autograd/graph_export.h"
+#include <minigrad/autograd/graph_export.h>
 
 #include <algorithm>
 #include <deque>
 #include <limits>
 #include <unordered_map>
 
-#include "autograd/node.h"
-#include "core/shape.h"
+#include <minigrad/autograd/node.h>
+#include <minigrad/core/shape.h>
 
 namespace minigrad {
 namespace autograd {

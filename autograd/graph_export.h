@@ -9,7 +9,7 @@
 // so the same graph always gives the same text, whatever the addresses.
 #include <string>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace autograd {

@@ -2,9 +2,9 @@
 // assignment of .grad. A leaf keeps its hooks itself (its accumulator may be recreated);
 // a non-leaf's hooks live on its grad_fn, keyed by which output the tensor is, so they
 // run even after the tensor itself is gone, as in PyTorch.
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
-#include "core/shape.h"
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/autograd/node.h>
+#include <minigrad/core/shape.h>
 
 namespace minigrad {
 namespace autograd {

@@ -1,9 +1,9 @@
-#include "autograd/node.h"
+#include <minigrad/autograd/node.h>
 
 #include <mutex>
 
-#include "autograd/grad_mode.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace autograd {

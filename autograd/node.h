@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace autograd {

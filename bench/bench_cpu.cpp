@@ -25,7 +25,7 @@
 
 #include "bench/cpu_bench_common.h"
 #include "bench/overhead_chain.h"
-#include "minigrad.h"
+#include <minigrad/minigrad.h>
 
 using namespace minigrad;
 namespace cb = cpu_bench;

@@ -41,8 +41,8 @@
 #include <fmt/core.h>
 
 #include "bench/overhead_chain.h"
-#include "cuda/runtime.h"
-#include "minigrad.h"
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/minigrad.h>
 
 using namespace minigrad;
 using bench::kChainLength;

@@ -20,7 +20,7 @@
 #include <fmt/core.h>
 
 #include "bench/overhead_chain.h"
-#include "minigrad.h"
+#include <minigrad/minigrad.h>
 
 using namespace minigrad;
 using bench::kChainLength;

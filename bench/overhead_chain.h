@@ -3,7 +3,7 @@
 // kChainLength small ops, four at a time, y * 0.5 + offset, then * 2 - 2 * offset.
 // Multiplying by powers of two is exact, so the chain maps x back to x with gradient exactly
 // 1, and neither values nor gradients drift into denormals however long it is.
-#include "minigrad.h"
+#include <minigrad/minigrad.h>
 
 namespace minigrad {
 namespace bench {

@@ -7,7 +7,7 @@
 // asking for a CUDA tensor then fails with a clear error.
 #include <cstddef>
 
-#include "core/device.h"
+#include <minigrad/core/device.h>
 
 namespace minigrad {
 

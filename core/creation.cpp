@@ -5,8 +5,8 @@
 // helper that found the problem, so each public function passes its own name down.
 #include <cmath>
 
-#include "core/shape.h"
-#include "core/tensor.h"
+#include <minigrad/core/shape.h>
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace {

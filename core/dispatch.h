@@ -2,8 +2,8 @@
 // dispatch_floating: runs a generic lambda with the C++ type of a floating dtype, for the
 // CPU loops (ops/) and the CUDA launchers (cuda/) alike. Plain C++, no CUDA types, so both
 // compilers include it. (dispatch_all, over every dtype, is in core/dtype.h.)
-#include "core/dtype.h"
-#include "core/error.h"
+#include <minigrad/core/dtype.h>
+#include <minigrad/core/error.h>
 
 namespace minigrad {
 

@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "core/macros.h"
+#include <minigrad/core/macros.h>
 
 namespace minigrad {
 

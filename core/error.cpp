@@ -1,4 +1,4 @@
-#include "core/error.h"
+#include <minigrad/core/error.h>
 
 namespace minigrad {
 namespace detail {

@@ -1,4 +1,4 @@
-#include "core/generator.h"
+#include <minigrad/core/generator.h>
 
 namespace minigrad {
 

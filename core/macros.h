@@ -1,4 +1,7 @@
 #pragma once
+// The options the library was built with: MINIGRAD_WITH_CUDA (0 or 1), the version.
+#include <minigrad/config.h>
+
 // Marks a function that both the CPU and the CUDA kernels call: one definition of each
 // formula (GELU, Philox, half conversions), compiled for host and device by nvcc.
 #if defined(__CUDACC__)

@@ -1,4 +1,4 @@
-#include "core/parallel.h"
+#include <minigrad/core/parallel.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/error.h"
+#include <minigrad/core/error.h>
 
 namespace minigrad {
 namespace {

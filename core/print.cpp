@@ -1,9 +1,9 @@
 // Printing, in PyTorch's style: tensor([[ 1.0000, -2.0000]], dtype=float64, requires_grad=true)
-#include "core/print.h"
+#include <minigrad/core/print.h>
 
 #include <cmath>
 
-#include "core/shape.h"
+#include <minigrad/core/shape.h>
 
 namespace minigrad {
 namespace {

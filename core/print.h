@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 std::string to_string(const Tensor& t);

@@ -1,4 +1,4 @@
-#include "core/shape.h"
+#include <minigrad/core/shape.h>
 
 #include <fmt/ranges.h>
 

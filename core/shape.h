@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 

@@ -1,4 +1,4 @@
-#include "core/storage.h"
+#include <minigrad/core/storage.h>
 
 #include <array>
 #include <cstdlib>
@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #endif
 
-#include "core/error.h"
+#include <minigrad/core/error.h>
 
 namespace minigrad {
 namespace {

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/allocator.h"
+#include <minigrad/core/allocator.h>
 
 namespace minigrad {
 

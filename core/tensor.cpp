@@ -1,8 +1,8 @@
 // Tensor metadata, raw aliases and copies: everything about a Tensor that is not an op.
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
-#include "core/shape.h"
-#include "core/strided_loop.h"
+#include <minigrad/core/shape.h>
+#include <minigrad/core/strided_loop.h>
 
 namespace minigrad {
 

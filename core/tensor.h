@@ -15,11 +15,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/error.h"
-#include "core/macros.h"
-#include "core/storage.h"
+#include <minigrad/core/device.h>
+#include <minigrad/core/dtype.h>
+#include <minigrad/core/error.h>
+#include <minigrad/core/macros.h>
+#include <minigrad/core/storage.h>
 
 namespace minigrad {
 

@@ -33,9 +33,9 @@
 
 #include <fmt/format.h>
 
-#include "core/allocator.h"
-#include "cuda/copy.h"
-#include "cuda/runtime.h"
+#include <minigrad/core/allocator.h>
+#include <minigrad/cuda/copy.h>
+#include <minigrad/cuda/runtime.h>
 
 namespace minigrad {
 namespace cuda {

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
+#include <minigrad/core/dtype.h>
 
 namespace minigrad {
 namespace cuda {

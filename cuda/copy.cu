@@ -8,12 +8,12 @@
 // per step, its offsets from the merged layout (cuda/strided_layout.cuh).
 #include <algorithm>
 
-#include "core/shape.h"
-#include "cuda/vector.cuh"
-#include "cuda/convert.cuh"
-#include "cuda/copy.h"
-#include "cuda/runtime.h"
-#include "cuda/strided_layout.cuh"
+#include <minigrad/core/shape.h>
+#include <minigrad/cuda/vector.cuh>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/copy.h>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/cuda/strided_layout.cuh>
 
 namespace minigrad {
 namespace cuda {

@@ -4,8 +4,8 @@
 // cuda::probe_backend(), so core never includes a CUDA header.
 #include <cstddef>
 
-#include "core/device.h"
-#include "core/tensor.h"
+#include <minigrad/core/device.h>
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace cuda {

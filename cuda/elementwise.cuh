@@ -60,13 +60,13 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/shape.h"
-#include "cuda/convert.cuh"
-#include "cuda/elementwise.h"
-#include "cuda/runtime.h"
-#include "cuda/strided_layout.cuh"
-#include "cuda/vector.cuh"
-#include "kernels/elementwise_functors.h"
+#include <minigrad/core/shape.h>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/elementwise.h>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/cuda/strided_layout.cuh>
+#include <minigrad/cuda/vector.cuh>
+#include <minigrad/kernels/elementwise_functors.h>
 
 namespace minigrad {
 namespace cuda {

@@ -18,8 +18,8 @@
 // the list fail to compile here, in the op that asks for them.
 #include <array>
 
-#include "core/tensor.h"
-#include "kernels/elementwise_list.h"
+#include <minigrad/core/tensor.h>
+#include <minigrad/kernels/elementwise_list.h>
 
 namespace minigrad {
 namespace cuda {

@@ -1,6 +1,6 @@
 // The CUDA kernels of the comparisons and where: the elementwise engine (cuda/elementwise.cuh) compiled for
 // their entries of kernels/elementwise_list.h.
-#include "cuda/elementwise.cuh"
+#include <minigrad/cuda/elementwise.cuh>
 
 namespace minigrad {
 namespace cuda {

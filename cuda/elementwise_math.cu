@@ -1,7 +1,7 @@
 // The CUDA kernels of the elementwise math ops (neg, exp, log, sqrt, erf, tanh, sigmoid,
 // abs, pow, clamp): the elementwise engine (cuda/elementwise.cuh) compiled for
 // their entries of kernels/elementwise_list.h.
-#include "cuda/elementwise.cuh"
+#include <minigrad/cuda/elementwise.cuh>
 
 namespace minigrad {
 namespace cuda {

@@ -3,7 +3,7 @@
 // kernels defined to raise "<op>: this op has no CUDA backend in this build". Included by
 // cuda/no_cuda_backend.cpp for the library's list (kernels/elementwise_list.h), and by a
 // program's own stub file for the functors it lists itself (tests/elementwise_test_kernels_stub.cpp).
-#include "cuda/elementwise.h"
+#include <minigrad/cuda/elementwise.h>
 
 namespace minigrad {
 namespace cuda {

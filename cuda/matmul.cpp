@@ -24,10 +24,10 @@
 #include <atomic>
 #include <optional>
 
-#include "core/shape.h"
-#include "cuda/copy.h"
-#include "cuda/matmul.h"
-#include "cuda/runtime.h"
+#include <minigrad/core/shape.h>
+#include <minigrad/cuda/copy.h>
+#include <minigrad/cuda/matmul.h>
+#include <minigrad/cuda/runtime.h>
 
 namespace minigrad {
 namespace cuda {

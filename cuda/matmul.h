@@ -1,6 +1,6 @@
 #pragma once
 // matmul on the GPU through cuBLAS (cuda/matmul.cpp), called by ops/matmul.cpp. Plain C++.
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace cuda {

@@ -17,14 +17,14 @@
 // In a CPU-only build no tensor normally lives on a GPU (there is no CUDA allocator), so
 // these are reached only when something made one anyway: a device registered by a test, or
 // a program built against a CUDA build and linked against this one.
-#include "core/allocator.h"
-#include "core/error.h"
-#include "cuda/copy.h"
-#include "cuda/elementwise_stub.h"
-#include "cuda/matmul.h"
-#include "cuda/random.h"
-#include "cuda/reduce.h"
-#include "cuda/softmax.h"
+#include <minigrad/core/allocator.h>
+#include <minigrad/core/error.h>
+#include <minigrad/cuda/copy.h>
+#include <minigrad/cuda/elementwise_stub.h>
+#include <minigrad/cuda/matmul.h>
+#include <minigrad/cuda/random.h>
+#include <minigrad/cuda/reduce.h>
+#include <minigrad/cuda/softmax.h>
 
 namespace minigrad {
 namespace cuda {

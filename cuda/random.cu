@@ -5,10 +5,10 @@
 // the arithmetic to spare, and the code stays the formula.
 #include <algorithm>
 
-#include "core/dispatch.h"
-#include "cuda/random.h"
-#include "cuda/runtime.h"
-#include "kernels/random.h"
+#include <minigrad/core/dispatch.h>
+#include <minigrad/cuda/random.h>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/kernels/random.h>
 
 namespace minigrad {
 namespace cuda {

@@ -4,7 +4,7 @@
 // floating tensor on a GPU; the caller (ops/random.cpp) has reserved the stream.
 #include <cstdint>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace cuda {

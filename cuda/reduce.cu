@@ -26,13 +26,13 @@
 #include <optional>
 #include <vector>
 
-#include "core/shape.h"
-#include "cuda/vector.cuh"
-#include "cuda/block_reduce.cuh"
-#include "cuda/convert.cuh"
-#include "cuda/reduce.h"
-#include "cuda/runtime.h"
-#include "kernels/reduce_combine.h"
+#include <minigrad/core/shape.h>
+#include <minigrad/cuda/vector.cuh>
+#include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/reduce.h>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/kernels/reduce_combine.h>
 
 namespace minigrad {
 namespace cuda {

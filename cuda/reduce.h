@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace cuda {

@@ -1,6 +1,6 @@
 // The CUDA runtime layer: error messages, devices, the current stream, cuBLAS handles.
 // The caching allocator and its statistics are in cuda/allocator.cpp.
-#include "cuda/runtime.h"
+#include <minigrad/cuda/runtime.h>
 
 #include <mutex>
 #include <string>

@@ -1,7 +1,7 @@
 #pragma once
 // The CUDA backend's runtime: error checks, devices, the current stream, the caching
-// allocator's statistics, and the cuBLAS handles. Only built with MINIGRAD_CUDA (the macro
-// MINIGRAD_WITH_CUDA is then defined for everything that links minigrad).
+// allocator's statistics, and the cuBLAS handles. Only built with MINIGRAD_CUDA (and then
+// <minigrad/config.h> defines MINIGRAD_WITH_CUDA to 1 for everything that includes it).
 //
 // Rules every CUDA file follows:
 //   - every runtime call is wrapped in MG_CUDA_CHECK and every kernel launch is followed by
@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/error.h"
+#include <minigrad/core/error.h>
 
 namespace minigrad {
 namespace cuda {

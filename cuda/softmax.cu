@@ -22,13 +22,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "core/dispatch.h"
-#include "cuda/block_reduce.cuh"
-#include "cuda/convert.cuh"
-#include "cuda/runtime.h"
-#include "cuda/softmax.h"
-#include "cuda/vector.cuh"
-#include "kernels/elementwise_functors.h"  // compute_t: the half types in float, the others as themselves
+#include <minigrad/core/dispatch.h>
+#include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/cuda/softmax.h>
+#include <minigrad/cuda/vector.cuh>
+#include <minigrad/kernels/elementwise_functors.h>  // compute_t: the half types in float, the others as themselves
 
 namespace minigrad {
 namespace cuda {

@@ -2,7 +2,7 @@
 // softmax and log_softmax on the GPU (cuda/softmax.cu), called by ops/softmax.cpp: row
 // kernels along the last dim of contiguous tensors (ops/softmax.cpp moves any other dim
 // last with a copy). Plain C++; on the current stream of the tensors' device.
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace cuda {

@@ -14,9 +14,9 @@
 #include <array>
 #include <cstdint>
 
-#include "core/error.h"
-#include "core/shape.h"
-#include "core/tensor.h"
+#include <minigrad/core/error.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 namespace cuda {

@@ -22,9 +22,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
-#include "core/macros.h"
-#include "kernels/gelu_math.h"
+#include <minigrad/core/dtype.h>
+#include <minigrad/core/macros.h>
+#include <minigrad/kernels/gelu_math.h>
 
 namespace minigrad {
 

@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
-#include "kernels/elementwise_functors.h"
+#include <minigrad/core/dtype.h>
+#include <minigrad/kernels/elementwise_functors.h>
 
 #define MG_FLOATING_UNARY(X, F) \
   X(F, float, float)            \

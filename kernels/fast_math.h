@@ -26,7 +26,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "core/macros.h"
+#include <minigrad/core/macros.h>
 
 namespace minigrad {
 namespace fast_math {

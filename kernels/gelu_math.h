@@ -30,8 +30,8 @@
 #include <cmath>
 #include <type_traits>
 
-#include "core/macros.h"
-#include "kernels/fast_math.h"
+#include <minigrad/core/macros.h>
+#include <minigrad/kernels/fast_math.h>
 
 namespace minigrad {
 namespace gelu_math {

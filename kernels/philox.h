@@ -5,7 +5,7 @@
 // numbers, and dropout masks agree bit for bit. Written once, for host and device.
 #include <cstdint>
 
-#include "core/macros.h"
+#include <minigrad/core/macros.h>
 
 namespace minigrad {
 namespace philox {

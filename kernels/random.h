@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
-#include "core/macros.h"
-#include "kernels/philox.h"
+#include <minigrad/core/dtype.h>
+#include <minigrad/core/macros.h>
+#include <minigrad/kernels/philox.h>
 
 namespace minigrad {
 namespace random_values {

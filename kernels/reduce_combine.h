@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "core/macros.h"
+#include <minigrad/core/macros.h>
 
 namespace minigrad {
 

@@ -7,9 +7,9 @@
 // Broadcasting in forward means summing in backward: an input of shape [3] added to one of
 // shape [2, 3] was used twice, so its gradient is the sum of the two rows of the output's
 // gradient (sum_to does that).
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

@@ -1,5 +1,5 @@
 // The argument checks every op runs first. Each message names the op and the argument.
-#include "ops/cpu_loops.h"
+#include <minigrad/ops/cpu_loops.h>
 
 namespace minigrad {
 

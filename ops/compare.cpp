@@ -9,9 +9,9 @@
 // the output's gradient where it was picked and 0 where it was not.
 #include <type_traits>
 
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

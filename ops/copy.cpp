@@ -4,9 +4,9 @@
 // Converting to what a tensor already is returns the tensor itself, no copy, as in PyTorch.
 #include <cstdint>
 
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

@@ -14,14 +14,14 @@
 #include <type_traits>
 #include <utility>
 
-#include "core/cpu_arch.h"
-#include "core/dispatch.h"
-#include "core/parallel.h"
-#include "core/shape.h"
-#include "core/strided_loop.h"
-#include "core/tensor.h"
-#include "cuda/elementwise.h"
-#include "kernels/elementwise_functors.h"
+#include <minigrad/core/cpu_arch.h>
+#include <minigrad/core/dispatch.h>
+#include <minigrad/core/parallel.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/core/strided_loop.h>
+#include <minigrad/core/tensor.h>
+#include <minigrad/cuda/elementwise.h>
+#include <minigrad/kernels/elementwise_functors.h>
 
 namespace minigrad {
 

@@ -11,9 +11,9 @@
 // A backward calls only Functions, so the fused kernel is a Function of its own
 // (GeluBackward), whose backward is written with the public ops: gelu is differentiable
 // any number of times, and the hot first backward stays one kernel.
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

@@ -11,10 +11,10 @@
 #include <cmath>
 #include <type_traits>
 
-#include "autograd/grad_mode.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
-#include "cuda/copy.h"
+#include <minigrad/autograd/grad_mode.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
+#include <minigrad/cuda/copy.h>
 
 namespace minigrad {
 namespace {

@@ -5,7 +5,7 @@
 // is a clear error, not a silent promotion); a double scalar takes the tensor's dtype.
 #include <limits>
 
-#include "core/tensor.h"
+#include <minigrad/core/tensor.h>
 
 namespace minigrad {
 

@@ -3,12 +3,12 @@
 // of kernels/random.h, so a seeded program draws the same numbers on either device. Each
 // call reserves one stream of the default generator (core/generator.h), after the checks:
 // a call that fails draws nothing.
-#include "core/dispatch.h"
-#include "core/generator.h"
-#include "core/shape.h"
-#include "core/tensor.h"
-#include "cuda/random.h"
-#include "kernels/random.h"
+#include <minigrad/core/dispatch.h>
+#include <minigrad/core/generator.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/core/tensor.h>
+#include <minigrad/cuda/random.h>
+#include <minigrad/kernels/random.h>
 
 namespace minigrad {
 namespace {

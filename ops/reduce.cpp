@@ -40,15 +40,15 @@
 #include <type_traits>
 #include <vector>
 
-#include "autograd/function.h"
-#include "core/cpu_arch.h"
-#include "core/parallel.h"
-#include "core/shape.h"
-#include "core/strided_loop.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
-#include "kernels/reduce_combine.h"
-#include "cuda/reduce.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/core/cpu_arch.h>
+#include <minigrad/core/parallel.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/core/strided_loop.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
+#include <minigrad/kernels/reduce_combine.h>
+#include <minigrad/cuda/reduce.h>
 
 namespace minigrad {
 namespace {

@@ -12,9 +12,9 @@
 // The second lesson: a backward calls only Functions. ReLU's backward is one kernel, so
 // that kernel is a Function of its own (ReluBackward), with a backward of its own, and a
 // backward run with create_graph records it like any op: relu is twice differentiable.
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

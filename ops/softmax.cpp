@@ -25,15 +25,15 @@
 #include <limits>
 #include <type_traits>
 
-#include "autograd/function.h"
-#include "core/cpu_arch.h"
-#include "core/parallel.h"
-#include "core/shape.h"
-#include "core/strided_loop.h"
-#include "ops/cpu_loops.h"
-#include "kernels/fast_math.h"
-#include "ops/ops.h"
-#include "cuda/softmax.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/core/cpu_arch.h>
+#include <minigrad/core/parallel.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/core/strided_loop.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/kernels/fast_math.h>
+#include <minigrad/ops/ops.h>
+#include <minigrad/cuda/softmax.h>
 
 namespace minigrad {
 namespace {

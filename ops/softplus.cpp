@@ -9,9 +9,9 @@
 //   this file                       the Functions: forward, backward, and the backward's
 //                                   own backward (softplus is twice differentiable);
 //   ops/ops.h                       the public function.
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

@@ -9,9 +9,9 @@
 // output and backward recomputes nothing expensive; the others save the input.
 #include <cmath>
 
-#include "autograd/function.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

@@ -9,10 +9,10 @@
 #include <optional>
 #include <vector>
 
-#include "autograd/function.h"
-#include "core/shape.h"
-#include "ops/cpu_loops.h"
-#include "ops/ops.h"
+#include <minigrad/autograd/function.h>
+#include <minigrad/core/shape.h>
+#include <minigrad/ops/cpu_loops.h>
+#include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace {

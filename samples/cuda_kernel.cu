@@ -24,8 +24,8 @@
 
 #include <fmt/core.h>
 
-#include "cuda/runtime.h"
-#include "minigrad.h"
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/minigrad.h>
 
 using namespace minigrad;
 

@@ -18,7 +18,7 @@
 
 #include <fmt/core.h>
 
-#include "minigrad.h"
+#include <minigrad/minigrad.h>
 
 using namespace minigrad;
 

@@ -19,9 +19,10 @@
 
 #include <fmt/core.h>
 
-#include "minigrad.h"
-#ifdef MINIGRAD_WITH_CUDA
-#include "cuda/runtime.h"
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
+#include <minigrad/minigrad.h>
+#if MINIGRAD_WITH_CUDA
+#include <minigrad/cuda/runtime.h>
 #endif
 
 using namespace minigrad;
@@ -149,7 +150,7 @@ Device choose_device(int argc, char** argv) {
 // synchronizes the whole device) is never called again. Returns the number of cudaMalloc
 // calls so far; 0 on the CPU.
 uint64_t print_allocator_stats(Device device, const char* when) {
-#ifdef MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
   if (device.is_cuda()) {
     const cuda::AllocatorStats s = cuda::allocator_stats(device.index);
     const double mib = 1024.0 * 1024.0;

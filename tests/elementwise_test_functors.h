@@ -9,9 +9,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/macros.h"
-#include "kernels/elementwise_functors.h"
-#include "kernels/elementwise_list.h"
+#include <minigrad/core/macros.h>
+#include <minigrad/kernels/elementwise_functors.h>
+#include <minigrad/kernels/elementwise_list.h>
 
 namespace minigrad {
 namespace test {

@@ -1,7 +1,7 @@
 // The test-only functors of tests/elementwise_test_functors.h in a build without CUDA: the
 // same entries as tests/elementwise_test_kernels.cu, defined as stubs that raise (the CUDA
 // test cases that would call them are skipped).
-#include "cuda/elementwise_stub.h"
+#include <minigrad/cuda/elementwise_stub.h>
 #include "tests/elementwise_test_functors.h"
 
 namespace minigrad {

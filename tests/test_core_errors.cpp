@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/generator.h"
+#include <minigrad/core/generator.h>
 #include "tests/test_support.h"
 
 using namespace minigrad;

@@ -22,11 +22,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "ops/cpu_loops.h"
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
+#include <minigrad/ops/cpu_loops.h>
 #include "tests/elementwise_test_functors.h"
 #include "tests/elementwise_test_helpers.h"
-#ifdef MINIGRAD_WITH_CUDA
-#include "cuda/runtime.h"
+#if MINIGRAD_WITH_CUDA
+#include <minigrad/cuda/runtime.h>
 #endif
 
 using namespace minigrad;
@@ -302,7 +303,7 @@ TEST_CASE("cuda ops on NaN, infinities and signed zeros give what the CPU gives"
 
 TEST_CASE("cuda half types compute natively: the output is the only new memory" *
           doctest::skip(!cuda_is_available())) {
-#ifdef MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
   // 4M elements: 8 MiB in bfloat16, 16 MiB for a float32 copy, whole multiples of the
   // allocator's 2 MiB granule, so the peak counts exactly what was allocated.
   const int64_t n = int64_t{1} << 22;

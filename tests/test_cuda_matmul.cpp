@@ -8,9 +8,10 @@
 #include <vector>
 
 #include "tests/cuda_test_support.h"
-#ifdef MINIGRAD_WITH_CUDA
-#include "cuda/matmul.h"
-#include "cuda/runtime.h"
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
+#include <minigrad/cuda/matmul.h>
+#include <minigrad/cuda/runtime.h>
 #endif
 
 using namespace minigrad;
@@ -121,7 +122,7 @@ TEST_CASE("matmul on the GPU reads transposed, sliced, permuted and expanded ope
   }
 }
 
-#ifdef MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
 TEST_CASE("transposed views reach cuBLAS as a flag, not a copy" * doctest::skip(!cuda_is_available())) {
   // 1024 x 1024 float32: 4 MiB per matrix, a whole number of the allocator's blocks, so the
   // peak counts exactly the output when no operand is copied.

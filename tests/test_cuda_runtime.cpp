@@ -4,8 +4,9 @@
 #include <vector>
 
 #include "tests/cuda_test_support.h"
-#ifdef MINIGRAD_WITH_CUDA
-#include "cuda/runtime.h"
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
+#include <minigrad/cuda/runtime.h>
 #endif
 
 using namespace minigrad;
@@ -14,14 +15,14 @@ using test::kGpu;
 TEST_CASE("without a GPU, cuda_is_available() is false and the runtime says why" *
           doctest::skip(cuda_is_available())) {
   CHECK(!cuda_is_available());
-#ifdef MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
   CHECK(cuda::device_count() == 0);
   CHECK_THROWS_CONTAINING(cuda::allocator_stats(0), "allocator_stats: device cuda:0 is not available: no GPU");
   CHECK_THROWS_CONTAINING(cuda::current_stream(0), "current_stream: device cuda:0 is not available");
 #endif
 }
 
-#ifdef MINIGRAD_WITH_CUDA
+#if MINIGRAD_WITH_CUDA
 namespace {
 
 const std::vector<DType> kAllDTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kBool};

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/cpu_loops.h"
+#include <minigrad/ops/cpu_loops.h>
 #include "tests/elementwise_test_functors.h"
 #include "tests/elementwise_test_helpers.h"
 

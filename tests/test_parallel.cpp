@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "core/parallel.h"
+#include <minigrad/core/parallel.h>
 #include "test_support.h"
 
 using namespace minigrad;

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "autograd/doctest_helpers.h"
-#include "minigrad.h"
+#include <minigrad/autograd/doctest_helpers.h>
+#include <minigrad/minigrad.h>
 
 #define CHECK_THROWS_CONTAINING(expr, substring)                                   \
   do {                                                                             \

@@ -3,7 +3,8 @@
 #include <cstring>
 #include <sstream>
 
-#include "kernels/philox.h"
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
+#include <minigrad/kernels/philox.h>
 #include "tests/test_support.h"
 
 using namespace minigrad;
@@ -195,7 +196,7 @@ TEST_CASE("device checks: no backend is a clear error; a mismatch names the op a
   CHECK_THROWS_CONTAINING(add(on_cpu, on_gpu), "add: expected all tensors on one device");
   CHECK_THROWS_CONTAINING(add(on_cpu, on_gpu), "cuda:1");
   CHECK_THROWS_CONTAINING(matmul(on_cpu, on_gpu), "matmul");
-#ifndef MINIGRAD_WITH_CUDA
+#if !MINIGRAD_WITH_CUDA
   // A build without CUDA links the stub backend (cuda/no_cuda_backend.cpp): an op on a GPU
   // tensor reaches it through the same call a CUDA build makes, and the error names the op.
   const char* no_backend = "this op has no CUDA backend in this build";

@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "cuda/elementwise.h"
-#include "cuda/runtime.h"
-#include "minigrad.h"
-#include "kernels/elementwise_functors.h"
+#include <minigrad/cuda/elementwise.h>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/minigrad.h>
+#include <minigrad/kernels/elementwise_functors.h>
 
 using namespace minigrad;
 

@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/dtype.h"
-#include "cuda/vector.cuh"
+#include <minigrad/core/dtype.h>
+#include <minigrad/cuda/vector.cuh>
 
 namespace vector_store_sass {
 

@@ -2,7 +2,7 @@
 // The test elementwise_list_refuses_unlisted_functor builds this file and passes only when the
 // compiler stops with the list's static_assert, in every build (with or without CUDA), so a
 // forgotten CUDA kernel can never reach a link step, or a user.
-#include "ops/cpu_loops.h"
+#include <minigrad/ops/cpu_loops.h>
 
 namespace minigrad {
 
