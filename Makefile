@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: all deps build test demo sanitize tsan bench bench-cpu gpu-check clean
+.PHONY: all deps build test consumer demo sanitize tsan bench bench-cpu gpu-check clean
 
 all: build
 
@@ -26,6 +26,11 @@ build: deps
 
 test: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+# A project of its own (tests/consumer) built against minigrad as a user would: through
+# the installed package (find_package) and through add_subdirectory; then run.
+consumer: build
+	BUILD="$(BUILD)" JOBS="$(JOBS)" scripts/check-consumer
 
 # The main job: train the MLP sample (on the GPU where one is present, else the CPU).
 demo: build
@@ -67,4 +72,4 @@ gpu-check:
 	OUT="$(OUT)" scripts/gpu-check
 
 clean:
-	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD)
+	rm -rf $(BUILD) $(SAN_BUILD) $(TSAN_BUILD) build-consumer

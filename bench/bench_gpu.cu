@@ -324,7 +324,7 @@ int run(int argc, char** argv) {
   // op "gelu" is the exact form (gelu's default); "gelu_tanh" is gelu(x, GeluApproximation::Tanh).
   const Case cases[] = {
       {"gelu", "minigrad", [](const Tensor& t) { return gelu(t); }},
-      // The seed's formula, five elementwise ops, each its own pass over memory; its backward
+      // The tutorial's formula, five elementwise ops, each its own pass over memory; its backward
       // is the tape's, through all five: what fusing into gelu() saves.
       {"gelu", "minigrad_composite", [](const Tensor& t) { return 0.5 * t * (1.0 + erf(t / std::sqrt(2.0))); }},
       {"gelu_tanh", "minigrad", [](const Tensor& t) { return gelu(t, GeluApproximation::Tanh); }},
@@ -344,7 +344,7 @@ int run(int argc, char** argv) {
   // 8192^3 through minigrad's matmul (cuBLAS underneath), on the two halves of x
   // (contiguous 8192 x 8192 slices, random data). This is also the matmul row: its roofline
   // against itself is 1 by construction, so compare_pytorch.py sets it against PyTorch's
-  // matmul in the same file, which is what the issue's target (>= 0.95 of PyTorch) asks.
+  // matmul in the same file, the measure its target (at least 0.95 of PyTorch's rate) is stated in.
   {
     const Tensor a = x.slice(0, 0, kMatmulSize);
     const Tensor b = x.slice(0, kMatmulSize, 2 * kMatmulSize);

@@ -15,7 +15,7 @@ warm-up, the median; the same floors (bytes each op must move, FLOPs of the matm
 the ceilings bench_gpu measured in this run, so every roofline in the file shares one
 denominator. Earlier PyTorch rows in the file are replaced, so a rerun does not duplicate.
 
-The seed's five-op GELU, 0.5 * x * (1 + erf(x / sqrt(2))), is also timed in eager mode
+The tutorial's five-op GELU, 0.5 * x * (1 + erf(x / sqrt(2))), is also timed in eager mode
 (impl "pytorch_eager_composite", the twin of "minigrad_composite"): the cost of not fusing.
 torch.compile of "gelu" compiles that same formula: fusing it is what compile is for.
 """
@@ -133,13 +133,13 @@ def measure(doc, use_compile, compile_budget_s, save):
             f(xg).backward(grad)
         return work
 
-    def seed_gelu(t):
+    def tutorial_gelu(t):
         return 0.5 * t * (1.0 + torch.erf(t / math.sqrt(2.0)))
 
     fwd_bytes, full_bytes = 2 * n * elem, 5 * n * elem
     eager = {
         ("gelu", "pytorch_eager"): lambda t: F.gelu(t),
-        ("gelu", "pytorch_eager_composite"): seed_gelu,
+        ("gelu", "pytorch_eager_composite"): tutorial_gelu,
         ("gelu_tanh", "pytorch_eager"): lambda t: F.gelu(t, approximate="tanh"),
         ("relu", "pytorch_eager"): torch.relu,
     }
@@ -220,7 +220,7 @@ def measure(doc, use_compile, compile_budget_s, save):
     if use_compile:
         t_start = time.monotonic()
         compiled = [
-            ("gelu", seed_gelu),
+            ("gelu", tutorial_gelu),
             ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
             ("relu", torch.relu),
         ]
@@ -309,7 +309,7 @@ def print_table(doc):
               f"{fmt_ms(eager, op):>10}{fmt_rl(eager):>6}{fmt_ms(compiled, op):>10}{fmt_rl(compiled):>6}{ratio:>9}")
         pc = impls.get("pytorch_eager_composite")
         if pc:
-            print(f"{'':<16}{'':<16}{'':<5}{'':>8}  (PyTorch eager, seed's five-op formula: {pc['ms']:.4f} ms, "
+            print(f"{'':<16}{'':<16}{'':<5}{'':>8}  (PyTorch eager, the tutorial's five-op formula: {pc['ms']:.4f} ms, "
                   f"roofline {fmt_rl(pc)})")
     print("times in ms (chain_small_ops: us per op, host wall time); rl = roofline = floor / time; "
           "mg/eager < 1: minigrad faster")

@@ -1,6 +1,6 @@
 // Lesson: writing your own CUDA kernel and making it a differentiable op.
 //
-// The seed tutorial's "CUDA Kernel Structure" writes a kernel that multiplies by two, wraps
+// The tutorial's "CUDA Kernel Structure" writes a kernel that multiplies by two, wraps
 // it in a function taking torch::Tensor, and registers that with PyTorch through pybind11.
 // minigrad has no Python, so the three layers are all in this file, and each is what the
 // library's own ops do (cuda/ holds their kernels, ops/ their Functions):
@@ -32,7 +32,7 @@ using namespace minigrad;
 namespace {
 
 // ---- 1. the kernel ----
-// The seed's kernel with two changes, both about size:
+// The tutorial's kernel with two changes, both about size:
 //   - the index is int64: `int idx` overflows past 2^31 elements (4 GiB of floats fits on
 //     one GPU today), and the bug shows up only on the big tensors nobody tests;
 //   - a grid-stride loop: each thread handles elements idx, idx + stride, ... so a grid of

@@ -5,7 +5,7 @@
 //   backward(ctx, grad_outputs)  turns the gradient of the output into one per input.
 // Function<T>::apply runs forward and records a node on the tape; backward() on a result
 // later calls our backward with the gradient flowing in. Here we write ReLU and GELU the
-// way the seed tutorial does, and check them against hand-computed values and against the
+// way the tutorial does, and check them against hand-computed values and against the
 // library's own relu() and gelu().
 #include <cmath>
 #include <vector>

@@ -1,6 +1,6 @@
 // Lesson: the common pitfalls of custom ops, and how minigrad answers each one.
 //
-// The seed tutorial ends with three pitfalls: memory layout (a transposed tensor is not
+// The tutorial ends with three pitfalls: memory layout (a transposed tensor is not
 // contiguous), device mismatch (a tensor where the kernel does not expect it), and gradient
 // leaks (a backward that lacks what it needs). A fourth belongs with them: changing a tensor
 // in place after an op saved it for backward. In minigrad the first simply works, and the
@@ -32,7 +32,7 @@ bool expect_error(const std::string& what, F attempt) {
   return false;
 }
 
-// The seed's BadOp: forward forgets to save x, and backward needs it anyway.
+// The tutorial's BadOp: forward forgets to save x, and backward needs it anyway.
 struct BadOp : Function<BadOp> {
   static Tensor forward(Context&, const Tensor& x) { return pow(x, 2.0); }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
@@ -41,14 +41,14 @@ struct BadOp : Function<BadOp> {
   }
 };
 
-// The seed's BadOp in its other form: backward gives up and returns no gradient. PyTorch
+// The tutorial's BadOp in its other form: backward gives up and returns no gradient. PyTorch
 // would quietly treat that as zero; minigrad refuses, since x asked for a gradient.
 struct NoGradientOp : Function<NoGradientOp> {
   static Tensor forward(Context&, const Tensor& x) { return pow(x, 2.0); }
   static tensor_list backward(Context&, tensor_list) { return {Tensor()}; }
 };
 
-// The seed's GoodOp: save in forward what backward will need.
+// The tutorial's GoodOp: save in forward what backward will need.
 struct GoodOp : Function<GoodOp> {
   static Tensor forward(Context& ctx, const Tensor& x) {
     ctx.save_for_backward({x});
@@ -124,7 +124,7 @@ int main() {
       fmt::print("a.to(Device::cuda()) worked: this machine has a GPU\n");
       all_as_expected &= expect_error("CPU tensor + CUDA tensor:", [&] { add(a, on_gpu); });
     }
-    fmt::print("The seed's fix: remember x.device(), move to where the kernel runs, move the result back.\n");
+    fmt::print("The tutorial's fix: remember x.device(), move to where the kernel runs, move the result back.\n");
   }
 
   section("Pitfall 3: gradient leaks");

@@ -98,7 +98,7 @@ std::string recorded_by(const Tensor& t) { return t.grad_fn() ? t.grad_fn()->nam
 // ---------------------------------------------------------------------------------------
 // ReLU
 
-TEST_CASE("relu: the seed's example, relu([1, -2, 3]).sum() backward gives [1, 0, 1]") {
+TEST_CASE("relu: the tutorial's example, relu([1, -2, 3]).sum() backward gives [1, 0, 1]") {
   Tensor x = tensor({1.0f, -2.0f, 3.0f}).requires_grad_();
   Tensor loss = relu(x).sum();
   loss.backward();

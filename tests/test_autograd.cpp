@@ -13,7 +13,7 @@ using namespace minigrad;
 
 namespace {
 
-// x -> x^2, the seed's GoodOp: saves its input.
+// x -> x^2, the tutorial's GoodOp: saves its input.
 struct Square : Function<Square> {
   static Tensor forward(Context& ctx, const Tensor& x) {
     ctx.save_for_backward({x});
@@ -25,7 +25,7 @@ struct Square : Function<Square> {
   }
 };
 
-// The seed's BadOp: forgot to save its input, and its backward asks for it anyway.
+// The tutorial's BadOp: forgot to save its input, and its backward asks for it anyway.
 struct ForgotToSave : Function<ForgotToSave> {
   static Tensor forward(Context&, const Tensor& x) { return x * x; }
   static tensor_list backward(Context& ctx, tensor_list g) {
@@ -34,7 +34,7 @@ struct ForgotToSave : Function<ForgotToSave> {
   }
 };
 
-// The seed's other BadOp: returns no gradient at all.
+// The tutorial's other BadOp: returns no gradient at all.
 struct ReturnsNothing : Function<ReturnsNothing> {
   static Tensor forward(Context&, const Tensor& x) { return x * x; }
   static tensor_list backward(Context&, tensor_list) { return {Tensor()}; }

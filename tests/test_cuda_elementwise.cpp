@@ -548,7 +548,7 @@ TEST_CASE("cuda relu and gelu backward: one kernel over (grad, x), at the kinks 
       CHECK_ALLCLOSE(x_gpu.grad(), x_cpu.grad(), a.rtol, a.atol);
     }
   }
-  // The seed's example on the GPU: relu([1, -2, 3]).sum() backward gives [1, 0, 1].
+  // The tutorial's example on the GPU: relu([1, -2, 3]).sum() backward gives [1, 0, 1].
   Tensor seed = tensor({1.0f, -2.0f, 3.0f}).to(kGpu).requires_grad_();
   relu(seed).sum().backward();
   CHECK(seed.grad().to_vector<double>() == std::vector<double>{1, 0, 1});
