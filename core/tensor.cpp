@@ -182,6 +182,14 @@ T Tensor::item() const {
   });
 }
 
+Scalar Tensor::item() const {
+  switch (dtype()) {
+    case kInt64: return Scalar(item<int64_t>());
+    case kBool: return Scalar(item<bool>());
+    default: return Scalar(item<double>());  // every floating dtype is exact in double
+  }
+}
+
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
   MG_CHECK(defined(), "to_vector: undefined tensor");
@@ -224,6 +232,18 @@ Tensor Tensor::detach() const {
   MG_CHECK(defined(), "detach: called on an undefined tensor (a Tensor() that holds no data)");
   Tensor out = as_strided(*this, sizes(), strides(), storage_offset());
   return out;
+}
+
+// Every handle to this TensorImpl sees the change, as with any in-place op. The nodes that
+// recorded this tensor as an input keep their own edges, so a backward through an
+// existing graph is unaffected; only what is computed from this tensor from now on has
+// no history through it.
+Tensor& Tensor::detach_() {
+  MG_CHECK(defined(), "detach_: called on an undefined tensor (a Tensor() that holds no data)");
+  impl_->grad_fn.reset();
+  impl_->output_nr = 0;
+  impl_->requires_grad = false;
+  return *this;
 }
 
 }  // namespace minigrad

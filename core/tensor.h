@@ -19,6 +19,7 @@
 #include <minigrad/core/dtype.h>
 #include <minigrad/core/error.h>
 #include <minigrad/core/macros.h>
+#include <minigrad/core/scalar.h>
 #include <minigrad/core/storage.h>
 
 namespace minigrad {
@@ -87,8 +88,10 @@ class Tensor {
   template <typename T>
   T* data_ptr() const;
   void* raw_data() const;  // untyped pointer to the first element
-  // The value of a one-element tensor, converted to T. Copies to the host when needed.
-  template <typename T = double>
+  // The value of a one-element tensor, copied to the host when needed: as a Scalar of the
+  // tensor's kind (x.item().toDouble(), n.item().toLong()), or converted to T (x.item<float>()).
+  Scalar item() const;
+  template <typename T>
   T item() const;
   // All elements in logical (row-major) order, converted to T. For tests and printing.
   template <typename T>
@@ -97,6 +100,7 @@ class Tensor {
   // ---- autograd ----
   bool requires_grad() const;
   Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& set_requires_grad(bool requires_grad) { return requires_grad_(requires_grad); }  // LibTorch's name
   bool is_leaf() const;
   const Tensor& grad() const;   // undefined until a backward reaches this leaf
   // For optimizers: x.mutable_grad() = Tensor(). Assigning a gradient that has history
@@ -113,6 +117,7 @@ class Tensor {
   void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
                 bool create_graph = false) const;
   Tensor detach() const;        // same storage and version counter, no history
+  Tensor& detach_();            // this tensor itself leaves the graph: a leaf that does not require grad
   uint64_t version() const;     // bumped by every in-place change of the storage
 
   // ---- hooks (autograd/hooks.cpp) ----
@@ -219,8 +224,16 @@ class Tensor {
   // ---- in-place (bump the version counter; refused by autograd while recording) ----
   Tensor& add_(const Tensor& other, double alpha = 1.0);
   Tensor& add_(double other);
+  Tensor& sub_(const Tensor& other, double alpha = 1.0);
+  Tensor& sub_(double other);
   Tensor& mul_(const Tensor& other);
   Tensor& mul_(double other);
+  Tensor& div_(const Tensor& other);  // floating-point tensors (true division)
+  Tensor& div_(double other);
+  Tensor& clamp_(std::optional<double> min, std::optional<double> max);
+  Tensor& clamp_min_(double min);
+  Tensor& clamp_max_(double max);
+  Tensor& relu_();
   Tensor& zero_();
   Tensor& fill_(double value);
   Tensor& masked_fill_(const Tensor& mask, double value);

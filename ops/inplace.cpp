@@ -1,4 +1,5 @@
-// In-place updates: Tensor::add_, mul_, zero_, fill_, masked_fill_, copy_.
+// In-place updates: Tensor::add_, sub_, mul_, div_, clamp_, relu_, zero_, fill_, masked_fill_,
+// copy_.
 //
 // They write into the tensor's own memory, through its own strides (so they work on views
 // and write through to the base), and bump the version counter shared by the storage and
@@ -9,9 +10,12 @@
 // refused, as self or as the other operand: the tape would otherwise hold a history that no
 // longer matches the data. Optimizers update parameters under NoGradGuard, where it is allowed.
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <type_traits>
 
 #include <minigrad/autograd/grad_mode.h>
+#include <minigrad/core/dispatch.h>
 #include <minigrad/ops/cpu_loops.h>
 #include <minigrad/ops/ops.h>
 #include <minigrad/cuda/copy.h>
@@ -68,6 +72,12 @@ void check_scalar_fits(const char* op, const char* arg, double value, const Tens
            op, arg, value);
 }
 
+// True division and clamp have no int64 kernels: an int64 tensor cannot hold 7 / 2 in place.
+void check_floating(const char* op, const Tensor& self) {
+  MG_CHECK(is_floating(self.dtype()), "{}: argument 'self' has dtype {}; {} needs a floating-point tensor", op,
+           self.dtype(), op);
+}
+
 // ---- kernels ----
 
 // Calls f(T{}) for the types arithmetic makes sense on: floating types and int64, not bool.
@@ -85,6 +95,16 @@ void dispatch_arithmetic(const char* op, const Tensor& self, F&& f) {
 template <typename F>
 void update_each(const char* op, const Tensor& self, const F& f) {
   dispatch_arithmetic(op, self, [&](auto tag) {
+    using scalar_t = decltype(tag);
+    elementwise_map<scalar_t, scalar_t>(op, self, self, f);
+  });
+}
+
+// The same, for the updates that exist only for floating-point tensors (true division,
+// clamp, relu); check_floating has refused the others with the op's name.
+template <typename F>
+void update_each_floating(const char* op, const Tensor& self, const F& f) {
+  dispatch_floating(self.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t>(op, self, self, f);
   });
@@ -139,6 +159,23 @@ Tensor& Tensor::add_(double other) {
   return *this;
 }
 
+Tensor& Tensor::sub_(const Tensor& other, double alpha) {
+  check_writable("sub_", "sub()", *this);
+  const Tensor operand = checked_operand("sub_", "sub()", "other", other, *this);
+  check_scalar_fits("sub_", "alpha", alpha, *this);
+  update_each_with("sub_", *this, operand, elementwise::AddScaled{-alpha});
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::sub_(double other) {
+  check_writable("sub_", "sub()", *this);
+  check_scalar_fits("sub_", "other", other, *this);
+  update_each("sub_", *this, elementwise::AddScalar{-other});
+  bump_version(*this);
+  return *this;
+}
+
 Tensor& Tensor::mul_(const Tensor& other) {
   check_writable("mul_", "mul()", *this);
   const Tensor operand = checked_operand("mul_", "mul()", "other", other, *this);
@@ -151,6 +188,51 @@ Tensor& Tensor::mul_(double other) {
   check_writable("mul_", "mul()", *this);
   check_scalar_fits("mul_", "other", other, *this);
   update_each("mul_", *this, elementwise::MulScalar{other});
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::div_(const Tensor& other) {
+  check_writable("div_", "div()", *this);
+  check_floating("div_", *this);
+  const Tensor operand = checked_operand("div_", "div()", "other", other, *this);
+  check_same_device("div_", "self", *this, "other", operand);
+  check_same_dtype("div_", "self", *this, "other", operand);
+  dispatch_floating(dtype(), [&](auto tag) {
+    using scalar_t = decltype(tag);
+    elementwise_map<scalar_t, scalar_t, scalar_t>("div_", *this, *this, operand, elementwise::Div{});
+  });
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::div_(double other) {
+  check_writable("div_", "div()", *this);
+  check_floating("div_", *this);
+  update_each_floating("div_", *this, elementwise::DivScalar{other});
+  bump_version(*this);
+  return *this;
+}
+
+// A missing bound is no bound: clamp_(std::nullopt, 1.0) only caps at 1. NaN stays NaN, as
+// in the out-of-place clamp.
+Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
+  check_writable("clamp_", "clamp()", *this);
+  check_floating("clamp_", *this);
+  MG_CHECK(min || max, "clamp_: at least one of 'min' and 'max' must be given");
+  const double inf = std::numeric_limits<double>::infinity();
+  update_each_floating("clamp_", *this, elementwise::Clamp{min.value_or(-inf), max.value_or(inf)});
+  bump_version(*this);
+  return *this;
+}
+
+Tensor& Tensor::clamp_min_(double min) { return clamp_(min, std::nullopt); }
+Tensor& Tensor::clamp_max_(double max) { return clamp_(std::nullopt, max); }
+
+Tensor& Tensor::relu_() {
+  check_writable("relu_", "relu()", *this);
+  check_floating("relu_", *this);
+  update_each_floating("relu_", *this, elementwise::Relu{});
   bump_version(*this);
   return *this;
 }

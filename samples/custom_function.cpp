@@ -70,7 +70,7 @@ std::vector<float> gelu_derivative_by_hand(const std::vector<float>& xs) {
   return out;
 }
 
-double max_abs_difference(const Tensor& a, const Tensor& b) { return abs(a - b).max().item(); }
+double max_abs_difference(const Tensor& a, const Tensor& b) { return abs(a - b).max().item<double>(); }
 
 }  // namespace
 

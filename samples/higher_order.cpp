@@ -24,7 +24,7 @@ using namespace minigrad;
 
 namespace {
 
-double max_abs_difference(const Tensor& a, const Tensor& b) { return abs(a - b).max().item(); }
+double max_abs_difference(const Tensor& a, const Tensor& b) { return abs(a - b).max().item<double>(); }
 
 bool report(const std::string& what, double difference, double tolerance) {
   const bool ok = difference <= tolerance;
@@ -120,7 +120,7 @@ int main() {
     Tensor w = from_vector<double>({0.3, -0.2, 0.5}, {3}).requires_grad_();
     Tensor loss = critic_loss(w);
     loss.backward();  // through the scores and through the gradient inside the penalty
-    fmt::print("loss = {:.6f}, grad w = {}\n", loss.item(), w.grad());
+    fmt::print("loss = {:.6f}, grad w = {}\n", loss.item<double>(), w.grad());
     // Is that gradient right? Finite differences of the whole loss say so independently.
     const GradcheckReport r =
         gradcheck([&](const tensor_list& in) { return critic_loss(in[0]); }, {w.detach().requires_grad_()});

@@ -96,7 +96,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& one_hot) {
 double accuracy(const MLP& model, const Dataset& data) {
   NoGradGuard no_grad;
   const Tensor predicted = argmax(model.forward(data.inputs), 1);
-  return (predicted == data.labels).to(kFloat64).mean().item();
+  return (predicted == data.labels).to(kFloat64).mean().item<double>();
 }
 
 // SGD with momentum: velocity = momentum * velocity + grad; p -= lr * velocity. The update
@@ -193,9 +193,9 @@ int main(int argc, char** argv) {
     loss.backward();
     optimizer.step();
     if (step == 1 || step % log_every == 0)
-      fmt::print("step {:5d}/{}  loss {:.4f}  accuracy {:5.1f}%  elapsed {:.2f}s\n", step, steps, loss.item(),
+      fmt::print("step {:5d}/{}  loss {:.4f}  accuracy {:5.1f}%  elapsed {:.2f}s\n", step, steps, loss.item<double>(),
                  100.0 * accuracy(model, data), elapsed_s());
-    // After the whole first step, its logging (loss.item(), accuracy) included: later
+    // After the whole first step, its logging (loss.item<double>(), accuracy) included: later
     // steps run the same ops on tensors of the same sizes.
     if (step == 1) mallocs_after_first_step = print_allocator_stats(device, "after step 1");
   }

@@ -104,9 +104,9 @@ TEST_CASE("a tensor used twice gets the sum of its gradients; backward accumulat
   Tensor x = from_vector<double>({2}, {1}).requires_grad_();
   Tensor y = Square::apply(x) + Square::apply(x) + x;  // 2x^2 + x: gradient 4x + 1
   y.backward(Tensor(), /*retain_graph=*/true);
-  CHECK(x.grad().item() == 9.0);
+  CHECK(x.grad().item<double>() == 9.0);
   y.backward();  // accumulates: 9 + 9
-  CHECK(x.grad().item() == 18.0);
+  CHECK(x.grad().item<double>() == 18.0);
 }
 
 TEST_CASE("backward replays the tape in reverse order of recording") {
@@ -119,7 +119,7 @@ TEST_CASE("backward replays the tape in reverse order of recording") {
   CHECK(a.grad_fn()->sequence_nr() < b.grad_fn()->sequence_nr());
   d.backward();
   CHECK(Logged::order == std::vector<int>{4, 3, 2, 1});
-  CHECK(x.grad().item() == 2.0);
+  CHECK(x.grad().item<double>() == 2.0);
 }
 
 TEST_CASE("backward through a freed graph is a clear error; retain_graph keeps it") {
@@ -130,7 +130,7 @@ TEST_CASE("backward through a freed graph is a clear error; retain_graph keeps i
   Tensor z = Square::apply(x);
   z.backward(Tensor(), true);
   z.backward();
-  CHECK(x.grad().item() == 6.0 + 12.0);
+  CHECK(x.grad().item<double>() == 6.0 + 12.0);
 }
 
 TEST_CASE("the gradient-leak pitfall fails loudly") {
@@ -220,7 +220,7 @@ TEST_CASE("multi-output Functions: unused outputs give zero gradients; needs_inp
   Tensor y2 = from_vector<double>({3}, {1}).requires_grad_();
   tensor_list outs2 = ScaleTwice::apply(x, 3.0, y2);
   outs2[1].sum().backward();  // outs2[0] unused: its gradient is zeros
-  CHECK(y2.grad().item() == 6.0);
+  CHECK(y2.grad().item<double>() == 6.0);
   CHECK(x.grad().to_vector<double>() == std::vector<double>{3, 3});
 }
 
@@ -229,7 +229,7 @@ TEST_CASE("a 100000-op chain runs backward and is destroyed without overflowing 
   Tensor y = x;
   for (int i = 0; i < 100000; ++i) y = y * 1.0;
   y.backward(Tensor(), true);
-  CHECK(x.grad().item() == 1.0);
+  CHECK(x.grad().item<double>() == 1.0);
   y = Tensor();  // the whole chain dies here, iteratively
   CHECK(x.is_leaf());
 }
@@ -278,12 +278,12 @@ TEST_CASE("create_graph through backward(): .grad keeps its history, retain_grap
   Tensor y = (x * x * x).sum();  // y' = 3x^2, y'' = 6x
   y.backward(Tensor(), std::nullopt, /*create_graph=*/true);
   Tensor g = x.grad();
-  CHECK(g.item() == 12.0);
+  CHECK(g.item<double>() == 12.0);
   CHECK(g.requires_grad());
   Tensor x2 = autograd::grad({g.sum()}, {x}, {}, /*retain_graph=*/true)[0];
   y.backward();  // the graph was retained by create_graph: a second backward works
-  CHECK(x.grad().item() == 24.0);
-  CHECK(x2.item() == 12.0);  // 6x
+  CHECK(x.grad().item<double>() == 24.0);
+  CHECK(x2.item<double>() == 12.0);  // 6x
 }
 
 TEST_CASE("a saved output comes back with history under create_graph") {
@@ -328,7 +328,7 @@ struct RawDoubler : Function<RawDoubler> {
 TEST_CASE("a once-differentiable Function: first backward works, a second one names it") {
   Tensor x = from_vector<double>({3}, {1}).requires_grad_();
   Tensor g = autograd::grad({RawDoubler::apply(x).sum()}, {x}, {}, std::nullopt, true)[0];
-  CHECK(g.item() == 6.0);
+  CHECK(g.item<double>() == 6.0);
   CHECK(g.requires_grad());
   CHECK_THROWS_CONTAINING(g.sum().backward(), "RawDoubler.backward is once differentiable");
 }
@@ -356,7 +356,7 @@ TEST_CASE("mark_non_differentiable and set_materialize_grads(false)") {
   tensor_list out = SumAndCount::apply(x);
   CHECK(out[0].requires_grad());
   CHECK(!out[1].requires_grad());
-  CHECK(out[1].item() == 3.0);
+  CHECK(out[1].item<double>() == 3.0);
   out[0].backward();
   CHECK(SumAndCount::saw_undefined);
   CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 1, 1});
@@ -460,7 +460,7 @@ TEST_CASE("post-accumulate-grad hooks see the updated .grad; queue_callback runs
   Tensor w = from_vector<double>({1, 2}, {2}).requires_grad_();
   std::vector<std::string> log;
   w.register_post_accumulate_grad_hook([&](const Tensor& leaf) {
-    log.push_back(fmt::format("post {}", leaf.grad().sum().item()));
+    log.push_back(fmt::format("post {}", leaf.grad().sum().item<double>()));
     autograd::queue_callback([&] { log.push_back("done"); });
   });
   Tensor v = from_vector<double>({5}, {1}).requires_grad_();
@@ -476,7 +476,7 @@ TEST_CASE("gradient clipping with a callback: every .grad is complete when it ru
   a.register_hook([&](const Tensor&) {
     autograd::queue_callback([&] {
       NoGradGuard no_grad;
-      const double norm = std::sqrt((a.grad() * a.grad()).sum().item() + (b.grad() * b.grad()).sum().item());
+      const double norm = std::sqrt((a.grad() * a.grad()).sum().item<double>() + (b.grad() * b.grad()).sum().item<double>());
       a.mutable_grad()->mul_(1.0 / norm);
       b.mutable_grad()->mul_(1.0 / norm);
     });
@@ -484,7 +484,7 @@ TEST_CASE("gradient clipping with a callback: every .grad is complete when it ru
   y.sum().backward();
   const double norm = std::sqrt(36.0 + 64.0 + 0.25);
   CHECK(a.grad().to_vector<double>()[1] == doctest::Approx(8.0 / norm));
-  CHECK(b.grad().item() == doctest::Approx(0.5 / norm));
+  CHECK(b.grad().item<double>() == doctest::Approx(0.5 / norm));
 }
 
 // ---- accumulation ----

@@ -99,7 +99,7 @@ TEST_CASE("an undefined tensor is refused by every accessor with a clear error")
   CHECK_THROWS_CONTAINING(u.detach(), "detach: called on an undefined tensor");
   Tensor mutable_u;
   CHECK_THROWS_CONTAINING(mutable_u.requires_grad_(), "requires_grad_: called on an undefined tensor");
-  CHECK_THROWS_CONTAINING(u.item(), "item: undefined tensor");
+  CHECK_THROWS_CONTAINING(u.item<double>(), "item: undefined tensor");
   CHECK_THROWS_CONTAINING(u.grad(), "grad() called on an undefined tensor");
   CHECK_THROWS_CONTAINING(u.is_leaf(), "is_leaf() called on an undefined tensor");
   CHECK_THROWS_CONTAINING(u.grad_fn(), "grad_fn() called on an undefined tensor");
@@ -173,7 +173,7 @@ TEST_CASE("full, full_like and scalar_tensor refuse a value an int64 tensor cann
   CHECK_THROWS_CONTAINING(scalar_tensor(2.5, kInt64), "scalar_tensor: argument 's' is 2.5");
   CHECK(full({2}, -9223372036854775808.0, kInt64).to_vector<int64_t>() == std::vector<int64_t>{kInt64Min, kInt64Min});
   CHECK(full({1}, 2.5, kBool).item<bool>());  // bool takes any value: nonzero is true
-  CHECK(full({1}, 2.5, kFloat64).item() == 2.5);
+  CHECK(full({1}, 2.5, kFloat64).item<double>() == 2.5);
 }
 
 TEST_CASE("arange refuses infinite, NaN and zero steps and ranges, and lengths that overflow") {

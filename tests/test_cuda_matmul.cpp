@@ -197,7 +197,7 @@ TEST_CASE("matmul on the GPU of empty tensors" * doctest::skip(!cuda_is_availabl
   out.backward(ones({2, 3}, gpu));
   CHECK(a.grad().sizes() == Shape{2, 0});
   CHECK(b.grad().sizes() == Shape{0, 3});
-  CHECK(matmul(ones({0}, gpu), ones({0}, gpu)).item() == 0.0);
+  CHECK(matmul(ones({0}, gpu), ones({0}, gpu)).item<double>() == 0.0);
   CHECK(matmul(ones({3, 2, 0}, gpu), ones({0, 5}, gpu)).to_vector<double>() == std::vector<double>(30, 0.0));
   CHECK_THROWS_CONTAINING(matmul(zeros({2, 3}, kFloat64), zeros({3, 2}, gpu)),
                           "matmul: expected all tensors on one device");

@@ -55,7 +55,7 @@ Tensor random_input(const Shape& sizes, DType dtype) { return randn(sizes, kFloa
 // 8 float roundings of the largest sum of magnitudes (ops/reduce.cpp), float64 in double.
 double sum_atol(const Tensor& magnitudes, DType dtype) {
   if (dtype != kFloat32 || magnitudes.numel() == 0) return 1e-9;
-  return 8.0 * std::ldexp(1.0, -24) * max(magnitudes).item();
+  return 8.0 * std::ldexp(1.0, -24) * max(magnitudes).item<double>();
 }
 
 }  // namespace
@@ -104,7 +104,7 @@ TEST_CASE("sum on the GPU accumulates float32 in double, int64 and bool in int64
   std::vector<float> values(5001, 1.0f);
   values[0] = 16777216.0f;
   const Tensor x = from_vector(values, {5001}).to(kGpu);
-  CHECK(sum(x).item() == 16777216.0 + 5000.0);
+  CHECK(sum(x).item<double>() == 16777216.0 + 5000.0);
   CHECK(mean(x).item<float>() == static_cast<float>((16777216.0 + 5000.0) / 5001.0));
 
   const Tensor ints = from_vector<int64_t>({1, -2, 3, 4, 5, 6}, {2, 3}).to(kGpu);
@@ -151,7 +151,7 @@ TEST_CASE("reductions on the GPU read non-contiguous inputs through their stride
       CHECK_ALLCLOSE(max(on_gpu, dim), max(x, dim), 0.0, 0.0);
       CHECK(argmax(on_gpu, dim, true).to_vector<int64_t>() == argmax(x, dim, true).to_vector<int64_t>());
     }
-    CHECK(max(on_gpu).item() == max(x).item());
+    CHECK(max(on_gpu).item<double>() == max(x).item<double>());
   }
 }
 
@@ -175,7 +175,7 @@ TEST_CASE("max and argmax on the GPU pick the CPU's element in every dtype and l
     }
   }
   const Tensor x = randn({3, 1000003});
-  CHECK(max(x.to(kGpu)).item() == max(x).item());
+  CHECK(max(x.to(kGpu)).item<double>() == max(x).item<double>());
   const Tensor flags = randn({40, 50}) > 1.5;
   CHECK(argmax(flags.to(kGpu), 1).to_vector<int64_t>() == argmax(flags, 1).to_vector<int64_t>());
 }
@@ -195,7 +195,7 @@ TEST_CASE("max on the GPU: the first of equal maxima, and the first NaN, across 
   row[1800000] = nan;
   const Tensor with_nan = from_vector(row, {1, 2000000}).to(kGpu);
   CHECK(argmax(with_nan, 1).item<int64_t>() == 1200000);
-  CHECK(std::isnan(max(with_nan).item()));
+  CHECK(std::isnan(max(with_nan).item<double>()));
 
   // Columns: all equal, so every column's first row wins, split among blocks or not.
   for (int64_t rows : {3, 40, 5000}) {
@@ -206,7 +206,7 @@ TEST_CASE("max on the GPU: the first of equal maxima, and the first NaN, across 
   }
   const Tensor minus_inf = full({5, 3000}, -inf, kFloat64).to(kGpu);
   CHECK(argmax(minus_inf, 1).to_vector<int64_t>() == std::vector<int64_t>(5, 0));
-  CHECK(max(minus_inf).item() == -inf);
+  CHECK(max(minus_inf).item<double>() == -inf);
 
   const Tensor small = from_vector<double>({1, nan, 3, nan, 0, 7, 5, 5, 2}, {3, 3}).to(kGpu);
   CHECK(argmax(small, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0});
@@ -215,10 +215,10 @@ TEST_CASE("max on the GPU: the first of equal maxima, and the first NaN, across 
 
 TEST_CASE("empty and 0-d tensors on the GPU reduce as on the CPU" * doctest::skip(!cuda_is_available())) {
   const Tensor empty_rows = zeros({0, 3}, kFloat64).to(kGpu);
-  CHECK(sum(empty_rows).item() == 0.0);
+  CHECK(sum(empty_rows).item<double>() == 0.0);
   CHECK(sum(empty_rows, {0}).to_vector<double>() == std::vector<double>{0, 0, 0});
   CHECK(sum(empty_rows, {1}).sizes() == Shape{0});
-  CHECK(std::isnan(mean(empty_rows).item()));
+  CHECK(std::isnan(mean(empty_rows).item<double>()));
   CHECK(sum(zeros({0}, kInt64).to(kGpu)).item<int64_t>() == 0);
   CHECK(max(empty_rows, 1).sizes() == Shape{0});
   CHECK(sum(empty_rows, {0}).device() == kGpu);
@@ -227,9 +227,9 @@ TEST_CASE("empty and 0-d tensors on the GPU reduce as on the CPU" * doctest::ski
   CHECK_THROWS_CONTAINING(argmax(empty_rows, 0), "argmax: cannot reduce over dim 0 of size 0");
 
   const Tensor s = scalar_tensor(2.5, kFloat64).to(kGpu);
-  CHECK(sum(s).item() == 2.5);
-  CHECK(mean(s, {-1}, true).item() == 2.5);
-  CHECK(max(s).item() == 2.5);
+  CHECK(sum(s).item<double>() == 2.5);
+  CHECK(mean(s, {-1}, true).item<double>() == 2.5);
+  CHECK(max(s).item<double>() == 2.5);
   CHECK(argmax(s, 0).item<int64_t>() == 0);
 }
 

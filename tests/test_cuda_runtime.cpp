@@ -276,12 +276,12 @@ TEST_CASE("zeros, ones and full on the GPU, in every dtype" * doctest::skip(!cud
 }
 
 TEST_CASE("item() reads one element of a GPU tensor, views included" * doctest::skip(!cuda_is_available())) {
-  CHECK(scalar_tensor(3.5, on_gpu(kFloat64)).item() == 3.5);
+  CHECK(scalar_tensor(3.5, on_gpu(kFloat64)).item<double>() == 3.5);
   CHECK(full({1}, 1.5, on_gpu(kFloat16)).item<float>() == 1.5f);
   const Tensor grid = arange(12).reshape({3, 4}).to(kGpu);
   CHECK(grid.select(0, 2).select(0, 1).item<int64_t>() == 9);
   CHECK(grid.t().select(0, 3).select(0, 1).item<int64_t>() == 7);
-  CHECK_THROWS_CONTAINING(grid.item(), "item: only a one-element tensor");
+  CHECK_THROWS_CONTAINING(grid.item<double>(), "item: only a one-element tensor");
 }
 
 TEST_CASE("shapes of more dims than the kernels index: merged when they can be, a clear error otherwise" *

@@ -195,8 +195,8 @@ TEST_CASE("softmax on the GPU: empty and 0-d tensors" * doctest::skip(!cuda_is_a
   CHECK(softmax(zeros({0, 4}, kFloat64).to(kGpu), 1).sizes() == Shape{0, 4});
   CHECK(softmax(zeros({0, 4}, kFloat64).to(kGpu), 0).sizes() == Shape{0, 4});
   CHECK(log_softmax(zeros({3, 0}, kFloat64).to(kGpu), 1).sizes() == Shape{3, 0});
-  CHECK(softmax(scalar_tensor(3.0, kFloat64).to(kGpu), 0).item() == 1.0);
-  CHECK(log_softmax(scalar_tensor(3.0, kFloat64).to(kGpu), -1).item() == 0.0);
+  CHECK(softmax(scalar_tensor(3.0, kFloat64).to(kGpu), 0).item<double>() == 1.0);
+  CHECK(log_softmax(scalar_tensor(3.0, kFloat64).to(kGpu), -1).item<double>() == 0.0);
   const Tensor leaf = gpu_leaf(zeros({0, 4}, kFloat64));
   softmax(leaf, 1).sum().backward();
   CHECK(leaf.grad().sizes() == Shape{0, 4});
@@ -254,7 +254,7 @@ TEST_CASE("softmax double backward on the GPU agrees with the CPU's, every row k
   // 0-d and empty on the GPU.
   Tensor scalar = scalar_tensor(0.3, kFloat64).to(kGpu).requires_grad_();
   const Tensor d = autograd::grad({softmax(scalar, 0)}, {scalar}, {}, std::nullopt, true)[0];
-  CHECK(d.item() == 0.0);
+  CHECK(d.item<double>() == 0.0);
   Tensor empty_leaf = gpu_leaf(zeros({0, 4}, kFloat64));
   const Tensor g = autograd::grad({log_softmax(empty_leaf, 1).sum()}, {empty_leaf}, {}, std::nullopt, true)[0];
   CHECK(g.sizes() == Shape{0, 4});

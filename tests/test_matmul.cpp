@@ -177,7 +177,7 @@ TEST_CASE("matmul of empty tensors") {
   out.sum().backward();
   CHECK(a.grad().sizes() == Shape{2, 0});
   CHECK(b.grad().sizes() == Shape{0, 3});
-  CHECK(matmul(ones({0}, kFloat64), ones({0}, kFloat64)).item() == 0.0);
+  CHECK(matmul(ones({0}, kFloat64), ones({0}, kFloat64)).item<double>() == 0.0);
 }
 
 TEST_CASE("matmul errors name the op and the arguments") {

@@ -86,8 +86,8 @@ TEST_CASE("sum and mean match the reference over every dims list, keepdim or not
     }
   }
   CHECK(sum(x).dim() == 0);
-  CHECK(x.sum().item() == doctest::Approx(group_sum(x.to_vector<double>())).epsilon(1e-12));
-  CHECK(x.mean().item() == doctest::Approx(group_mean(x.to_vector<double>())).epsilon(1e-12));
+  CHECK(x.sum().item<double>() == doctest::Approx(group_sum(x.to_vector<double>())).epsilon(1e-12));
+  CHECK(x.mean().item<double>() == doctest::Approx(group_mean(x.to_vector<double>())).epsilon(1e-12));
 }
 
 TEST_CASE("reductions read non-contiguous inputs through their strides") {
@@ -103,7 +103,7 @@ TEST_CASE("reductions read non-contiguous inputs through their strides") {
     CHECK_ALLCLOSE(mean(x, {-1}), reference_reduce(x, {2}, false, group_mean), 1e-12, 1e-12);
     CHECK_ALLCLOSE(max(x, 0), reference_reduce(x, {0}, false, group_max), 0.0, 0.0);
     CHECK_ALLCLOSE(max(x, -1, true), reference_reduce(x, {2}, true, group_max), 0.0, 0.0);
-    CHECK(max(x).item() == group_max(x.to_vector<double>()));
+    CHECK(max(x).item<double>() == group_max(x.to_vector<double>()));
   }
 }
 
@@ -115,18 +115,18 @@ TEST_CASE("max and argmax pick the first maximum and propagate NaN") {
   CHECK(argmax(x, 1).dtype() == kInt64);
   CHECK(max(x, 1).to_vector<double>() == std::vector<double>{3, 5});
   CHECK(max(x, 0, true).sizes() == Shape{1, 3});
-  CHECK(max(x).item() == 5.0);
+  CHECK(max(x).item<double>() == 5.0);
 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   Tensor with_nan = float64_tensor({1, nan, 3, nan, 0, 7}, {2, 3});
   CHECK(argmax(with_nan, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});
   CHECK(std::isnan(max(with_nan, 1).to_vector<double>()[0]));
-  CHECK(std::isnan(max(with_nan).item()));
+  CHECK(std::isnan(max(with_nan).item<double>()));
 
   const double inf = std::numeric_limits<double>::infinity();
   Tensor all_minus_inf = float64_tensor({-inf, -inf, -inf}, {3});
   CHECK(argmax(all_minus_inf, 0).item<int64_t>() == 0);
-  CHECK(max(all_minus_inf).item() == -inf);
+  CHECK(max(all_minus_inf).item<double>() == -inf);
 
   Tensor ints = from_vector<int64_t>({4, -9, 4, 12}, {2, 2});
   CHECK(max(ints, 1).to_vector<int64_t>() == std::vector<int64_t>{4, 12});
@@ -163,7 +163,7 @@ TEST_CASE("the gradient of max() is split evenly among tied maxima, as in PyTorc
   CHECK(single.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0, 0, 0});
   Tensor scalar = scalar_tensor(2.0, kFloat64).requires_grad_();
   max(scalar).backward();
-  CHECK(scalar.grad().item() == 1.0);
+  CHECK(scalar.grad().item<double>() == 1.0);
 }
 
 TEST_CASE("gradcheck: sum, mean and max, any dims, keepdim, non-contiguous inputs") {
@@ -222,7 +222,7 @@ TEST_CASE("float32 sums: runs of 8 in float, then double; the error does not gro
   values[0] = 16777216.0f;
   Tensor x = from_vector(values, {1001});
   CHECK(sum(x).dtype() == kFloat32);
-  const double total = sum(x).item();
+  const double total = sum(x).item<double>();
   CHECK(total <= exact);
   CHECK(total >= exact - 8.0);
   CHECK(mean(x).item<float>() == static_cast<float>(total / 1001.0));
@@ -295,10 +295,10 @@ TEST_CASE("integer and bool sums return int64") {
 
 TEST_CASE("empty tensors: sum is 0, mean is NaN, max is an error") {
   Tensor empty_rows = zeros({0, 3}, kFloat64);
-  CHECK(sum(empty_rows).item() == 0.0);
+  CHECK(sum(empty_rows).item<double>() == 0.0);
   CHECK(sum(empty_rows, {0}).to_vector<double>() == std::vector<double>{0, 0, 0});
   CHECK(sum(empty_rows, {1}).sizes() == Shape{0});
-  CHECK(std::isnan(mean(empty_rows).item()));
+  CHECK(std::isnan(mean(empty_rows).item<double>()));
   CHECK(max(empty_rows, 1).sizes() == Shape{0});
   CHECK_THROWS_CONTAINING(max(empty_rows), "max: the input 'self' is empty (shape [0, 3])");
   CHECK_THROWS_CONTAINING(max(empty_rows, 0), "max: cannot reduce over dim 0 of size 0");
@@ -311,10 +311,10 @@ TEST_CASE("empty tensors: sum is 0, mean is NaN, max is an error") {
 
 TEST_CASE("0-d tensors reduce to themselves") {
   Tensor s = scalar_tensor(2.5, kFloat64);
-  CHECK(sum(s).item() == 2.5);
+  CHECK(sum(s).item<double>() == 2.5);
   CHECK(sum(s, {0}).dim() == 0);
-  CHECK(mean(s, {-1}, true).item() == 2.5);
-  CHECK(max(s).item() == 2.5);
+  CHECK(mean(s, {-1}, true).item<double>() == 2.5);
+  CHECK(max(s).item<double>() == 2.5);
   CHECK(max(s, 0).dim() == 0);
   CHECK(argmax(s, 0).item<int64_t>() == 0);
 }
@@ -378,5 +378,5 @@ TEST_CASE("double backward of max(): the tied maxima's shares are differentiable
   Tensor g = autograd::grad({x.max()}, {x}, {v}, std::nullopt, /*create_graph=*/true)[0];
   CHECK(g.to_vector<double>() == std::vector<double>{0, 1.5, 1.5, 0});
   (g * float64_tensor({1, 2, 4, 8}, {4})).sum().backward();
-  CHECK(v.grad().item() == 3.0);  // (2 + 4) / 2
+  CHECK(v.grad().item<double>() == 3.0);  // (2 + 4) / 2
 }

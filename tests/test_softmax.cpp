@@ -129,8 +129,8 @@ TEST_CASE("softmax of empty and 0-d tensors") {
   CHECK(softmax(zeros({0, 4}, kFloat64), 1).sizes() == Shape{0, 4});
   CHECK(softmax(zeros({0, 4}, kFloat64), 0).sizes() == Shape{0, 4});
   CHECK(log_softmax(zeros({3, 0}, kFloat64), 1).sizes() == Shape{3, 0});
-  CHECK(softmax(scalar_tensor(3.0, kFloat64), 0).item() == 1.0);
-  CHECK(log_softmax(scalar_tensor(3.0, kFloat64), -1).item() == 0.0);
+  CHECK(softmax(scalar_tensor(3.0, kFloat64), 0).item<double>() == 1.0);
+  CHECK(log_softmax(scalar_tensor(3.0, kFloat64), -1).item<double>() == 0.0);
 
   Tensor leaf = zeros({0, 4}, kFloat64).requires_grad_();
   softmax(leaf, 1).sum().backward();
@@ -253,7 +253,7 @@ TEST_CASE("softmax backward Functions: 0-d, empty, expanded gradients and the ha
     Tensor scalar = scalar_tensor(0.7, kFloat64).requires_grad_();
     const Tensor d = autograd::grad({c.op(scalar, 0)}, {scalar}, {scalar_tensor(2.0, kFloat64)}, std::nullopt, true)[0];
     CHECK(d.sizes() == Shape{});
-    CHECK(d.item() == 0.0);
+    CHECK(d.item<double>() == 0.0);
     CHECK_GRADGRADCHECK([&](const tensor_list& in) { return c.op(in[0], -1); },
                         tensor_list{scalar_tensor(0.7, kFloat64).requires_grad_()});
 

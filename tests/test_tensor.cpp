@@ -21,7 +21,7 @@ TEST_CASE("creation functions fill the right values, dtype and contiguous stride
   CHECK(arange(5).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
   CHECK(arange(1.0, 2.0, 0.25, kFloat32).to_vector<float>() == std::vector<float>{1.0f, 1.25f, 1.5f, 1.75f});
   CHECK(scalar_tensor(3.0).dim() == 0);
-  CHECK(scalar_tensor(3.0).item() == 3.0);
+  CHECK(scalar_tensor(3.0).item<double>() == 3.0);
   CHECK(empty({0, 4}).numel() == 0);
   CHECK_THROWS_CONTAINING(empty({2, -1}), "empty: negative size");
   CHECK_THROWS_CONTAINING(arange(0.0, 1.0, 0.0), "arange: step must be nonzero");
@@ -63,7 +63,7 @@ TEST_CASE("from_vector, item and to_vector round-trip, with clear errors") {
   CHECK(from_vector<double>({1.5}, {1}, kFloat32).dtype() == kFloat32);
   CHECK(from_vector<bool>({true, false}, {2}).to_vector<bool>() == std::vector<bool>{true, false});
   CHECK_THROWS_CONTAINING(from_vector<float>({1, 2, 3}, {2, 2}), "from_vector: 3 values do not fill shape [2, 2]");
-  CHECK_THROWS_CONTAINING(t.item(), "item: only a one-element tensor");
+  CHECK_THROWS_CONTAINING(t.item<double>(), "item: only a one-element tensor");
   CHECK(tensor({7.0f}).item<float>() == 7.0f);
 }
 

@@ -154,7 +154,7 @@ TEST_CASE("select removes a dim; the index may be negative") {
   CHECK_ALLCLOSE(x.select(-1, -1), reference_view(x, {2, 3}, [](const Shape& i) { return Shape{i[0], i[1], 3}; }),
                  0.0, 0.0);
   CHECK(counting({3}).select(0, 1).dim() == 0);
-  CHECK(counting({3}).select(0, 1).item() == 1.0);
+  CHECK(counting({3}).select(0, 1).item<double>() == 1.0);
   CHECK_THROWS_CONTAINING(x.select(1, 3), "select: index 3 is out of range for dimension 1 with size 3");
   CHECK_THROWS_CONTAINING(x.select(-2, -4), "select: index -4 is out of range for dimension 1 with size 3");
   CHECK_THROWS_CONTAINING(x.select(3, 0), "select: dim 3 is out of range");
@@ -394,7 +394,7 @@ TEST_CASE("the gradients of slice and select are recorded Functions under create
   REQUIRE(h.grad_fn() != nullptr);
   CHECK(h.to_vector<double>() == std::vector<double>{0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2});
   (h * counting({3, 4})).sum().backward();
-  CHECK(w.grad().item() == 8.0 + 9.0 + 10.0 + 11.0);
+  CHECK(w.grad().item<double>() == 8.0 + 9.0 + 10.0 + 11.0);
 }
 
 TEST_CASE("the gradient of to() converts back through a recorded conversion under create_graph") {
@@ -417,10 +417,10 @@ TEST_CASE("0-d tensors: transpose is an alias, select and slice are refused") {
     CHECK(t.dim() == 0);
     CHECK(shares_storage(t, s));
     CHECK(!t.is_same(s));
-    CHECK(t.item() == 3.0);
+    CHECK(t.item<double>() == 3.0);
   }
   (s.transpose(0, 0) * 2.0).backward();
-  CHECK(s.grad().item() == 2.0);
+  CHECK(s.grad().item<double>() == 2.0);
   CHECK_THROWS_CONTAINING(s.transpose(0, 1), "transpose: dim 1 is out of range");
   CHECK_THROWS_CONTAINING(s.select(0, 0), "select: cannot be applied to a 0-d tensor 'self'");
   CHECK_THROWS_CONTAINING(s.select(-1, 0), "select: cannot be applied to a 0-d tensor 'self'");
