@@ -7,15 +7,18 @@
 // float64 on the CPU (tests/test_op_table.cpp); the GPU's values and gradients against the
 // CPU's in every dtype, and the gradient checks again on the GPU (tests/test_cuda_op_table.cpp).
 //
-// A new op is one row here, in its family's section, plus its sample inputs:
+// A new op is one row here, in its family's section, plus its sample inputs (S and T are
+// the table's names for `const Samples&` and `const tensor_list&`):
 //
-//   OpInfo("softplus", [](const Samples& s) { return tensor_list{s.normal({2, 4})}; },
-//          [](const tensor_list& x) { return softplus(x[0], 2.0); }),
+//   OpInfo("softplus", [](S s) { return tensor_list{s.normal({2, 4})}; },
+//          [](T x) { return softplus(x[0], 2.0); }),
 //
-// and only where the defaults do not fit, chained after it:
-//   .once("GeluBackward")              its backward is a kernel: a second backward must fail naming it
+// The sample function makes the inputs with s.normal, s.positive, s.away_from, s.values
+// (floating, requiring grad), s.mask (bool) and s.indices (int64); fn calls the op on them.
+// Only where the defaults do not fit, chain after the row:
+//   .once("MyOpBackward")              its backward is a kernel: a second backward must fail naming it
 //   .no_grad()                         not differentiable (comparisons, argmax): values only
-//   .dtypes({kFloat64, kFloat32})      the floating dtypes it takes (default: all four)
+//   .dtypes({kFloat64, kFloat32})      the floating dtypes it takes, float64 always (default: all four)
 //   .tolerance(kBFloat16, rtol, atol)  for comparisons in one dtype (default: default_tolerance)
 //   .gradcheck_options(o)              the finite differences' step and tolerances
 //   .empty_shape({3})                  the output's shape on the empty inputs (default: the
@@ -23,6 +26,7 @@
 //   .empty_inputs(fn, {0, 2})          empty inputs other than the default ones, and the shape
 //   .empty_error("max: ")              the op refuses the empty inputs, with this message
 //   .no_empty()                        no empty-input test
+// A row's name must be unique: every failure message starts with it.
 //
 // Sample inputs are small and kept away from the points where an op has a kink (relu and
 // abs at 0, clamp at its limits, max at ties) or is undefined (log, sqrt, pow and division
@@ -31,7 +35,6 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -47,7 +50,7 @@ namespace test {
 // What a row's sample function receives: the device and the floating dtype of the inputs
 // to make. Every value is drawn in float64 on the CPU, from a seed of the row's own (so a
 // row sees the same values in every dtype, on every device and in any order), then rounded
-// to `dtype` and moved to `device`. Floating inputs require grad; masks do not.
+// to `dtype` and moved to `device`. Floating inputs require grad; masks and indices do not.
 //
 // For the empty-input test the same sample function runs with `empty_rank` set: the
 // inputs of that rank (the highest among the row's inputs) get a leading dim of 0, which
@@ -78,6 +81,11 @@ class Samples {
     const Tensor m = is_empty(s) ? zeros(shape(s), kBool) : from_vector(v, s) > 0.5;
     return m.to(device_);
   }
+  // Given int64 values: the indices of an indexing op. Never requires grad.
+  Tensor indices(const std::vector<int64_t>& v, const Shape& s) const {
+    const Tensor i = is_empty(s) ? zeros(shape(s), kInt64) : from_vector(v, s);
+    return i.to(device_);
+  }
 
  private:
   bool is_empty(const Shape& s) const { return static_cast<int64_t>(s.size()) == empty_rank_ && !s.empty(); }
@@ -104,8 +112,8 @@ struct Tolerance {
 // How closely an op's result in `dtype` must match: the float64 result on the same
 // (already rounded) inputs, and the GPU's result against the CPU's. float16 keeps 11
 // significant bits (relative step 2^-11 ~ 5e-4), bfloat16 8 bits (2^-8 ~ 4e-3); a
-// gradient is a few ops deep, each rounded, hence a few steps. float64 is exact but for
-// the order of a sum.
+// gradient is a few ops deep, each rounded, hence a few steps. float64 differs only in the
+// order of a sum and in the last bits of the GPU's math functions.
 inline Tolerance default_tolerance(DType dtype) {
   switch (dtype) {
     case kFloat32: return {1e-5, 1e-5};
@@ -195,6 +203,11 @@ inline GradcheckOptions through_float32_options() {
 inline const std::vector<OpInfo>& op_table() {
   using S = const Samples&;
   using T = const tensor_list&;
+  // The comparisons' inputs: values that tie in some places, exact in every dtype.
+  const SampleFn ties = [](S s) {
+    return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({1, 3, 2, 4, 6, 5}, {2, 3})};
+  };
+  const SampleFn ties_with_half = [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.75}, {2, 3})}; };
   static const std::vector<OpInfo> rows = {
       // ---- arithmetic (ops/binary.cpp) ----
       OpInfo("add", [](S s) { return tensor_list{s.normal({2, 3}), s.normal({2, 3})}; },
@@ -247,31 +260,25 @@ inline const std::vector<OpInfo>& op_table() {
              [](T x) { return clamp_max(x[0], -0.25); }),
 
       // ---- comparisons (no gradient) and where (ops/compare.cpp) ----
-      // Ties on purpose: the second operand repeats some of the first's values.
-      OpInfo("eq", [](S s) { return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({1, 0, 3, 0, 5, 0}, {2, 3})}; },
-             [](T x) { return eq(x[0], x[1]); }).no_grad(),
-      OpInfo("ne, broadcast", [](S s) { return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({1, 5, 6}, {3})}; },
-             [](T x) { return ne(x[0], x[1]); }).no_grad(),
-      OpInfo("lt", [](S s) { return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({2, 2, 2, 5, 5, 5}, {2, 3})}; },
-             [](T x) { return lt(x[0], x[1]); }).no_grad(),
-      OpInfo("le", [](S s) { return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({2, 2, 2, 5, 5, 5}, {2, 3})}; },
-             [](T x) { return le(x[0], x[1]); }).no_grad(),
+      OpInfo("eq", ties, [](T x) { return eq(x[0], x[1]); }).no_grad(),
+      OpInfo("ne", ties, [](T x) { return ne(x[0], x[1]); }).no_grad(),
+      OpInfo("lt", ties, [](T x) { return lt(x[0], x[1]); }).no_grad(),
+      OpInfo("le", ties, [](T x) { return le(x[0], x[1]); }).no_grad(),
+      OpInfo("gt", ties, [](T x) { return gt(x[0], x[1]); }).no_grad(),
+      OpInfo("ge", ties, [](T x) { return ge(x[0], x[1]); }).no_grad(),
+      OpInfo("eq, broadcast",
+             [](S s) { return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({1, 5, 6}, {3})}; },
+             [](T x) { return eq(x[0], x[1]); })
+          .no_grad(),
       OpInfo("gt, broadcast", [](S s) { return tensor_list{s.normal({2, 3}), s.normal({2, 1})}; },
-             [](T x) { return gt(x[0], x[1]); }).no_grad(),
-      OpInfo("ge", [](S s) { return tensor_list{s.values({1, 2, 3, 4, 5, 6}, {2, 3}), s.values({2, 2, 2, 5, 5, 5}, {2, 3})}; },
-             [](T x) { return ge(x[0], x[1]); }).no_grad(),
-      OpInfo("eq scalar", [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.5}, {2, 3})}; },
-             [](T x) { return eq(x[0], 0.5); }).no_grad(),
-      OpInfo("ne scalar", [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.5}, {2, 3})}; },
-             [](T x) { return ne(x[0], 0.5); }).no_grad(),
-      OpInfo("lt scalar", [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.5}, {2, 3})}; },
-             [](T x) { return lt(x[0], 0.5); }).no_grad(),
-      OpInfo("le scalar", [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.5}, {2, 3})}; },
-             [](T x) { return le(x[0], 0.5); }).no_grad(),
-      OpInfo("gt scalar", [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.5}, {2, 3})}; },
-             [](T x) { return gt(x[0], 0.5); }).no_grad(),
-      OpInfo("ge scalar", [](S s) { return tensor_list{s.values({0.5, -1, 0.5, 2, 0, 0.5}, {2, 3})}; },
-             [](T x) { return ge(x[0], 0.5); }).no_grad(),
+             [](T x) { return gt(x[0], x[1]); })
+          .no_grad(),
+      OpInfo("eq scalar", ties_with_half, [](T x) { return eq(x[0], 0.5); }).no_grad(),
+      OpInfo("ne scalar", ties_with_half, [](T x) { return ne(x[0], 0.5); }).no_grad(),
+      OpInfo("lt scalar", ties_with_half, [](T x) { return lt(x[0], 0.5); }).no_grad(),
+      OpInfo("le scalar", ties_with_half, [](T x) { return le(x[0], 0.5); }).no_grad(),
+      OpInfo("gt scalar", ties_with_half, [](T x) { return gt(x[0], 0.5); }).no_grad(),
+      OpInfo("ge scalar", ties_with_half, [](T x) { return ge(x[0], 0.5); }).no_grad(),
       OpInfo("where",
              [](S s) { return tensor_list{s.mask({1, 0, 1, 0, 0, 1}, {2, 3}), s.normal({2, 3}), s.normal({2, 3})}; },
              [](T x) { return where(x[0], x[1], x[2]); }),

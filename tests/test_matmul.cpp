@@ -93,7 +93,6 @@ TEST_CASE("matmul matches the reference for 1-D, 2-D, batched and broadcast shap
   }
 }
 
-// gradcheck and gradgradcheck of every shape class run from the op table (tests/op_table.h).
 TEST_CASE("gradcheck: only one operand requiring grad; backward skips the other") {
   manual_seed(11);
   Tensor a = randn({2, 3}, kFloat64).requires_grad_();
