@@ -1,7 +1,8 @@
 // matmul on the GPU (cuBLAS, cuda/matmul.cpp) against the CPU kernel on the same values:
 // 1-D, 2-D, batched and broadcast shapes, odd sizes, transposed / sliced / expanded
 // operands (and that transposed views reach cuBLAS without a copy), TF32 off by default,
-// float16 and bfloat16, empty sizes; gradcheck in float64 and backward on the GPU.
+// float16 and bfloat16, empty sizes; gradcheck in float64 of strided operands and backward
+// on the GPU (every shape class's gradient checks run from the op table).
 #include <functional>
 #include <optional>
 #include <utility>
@@ -203,16 +204,11 @@ TEST_CASE("matmul on the GPU of empty tensors" * doctest::skip(!cuda_is_availabl
                           "matmul: expected all tensors on one device");
 }
 
-TEST_CASE("gradcheck on the GPU: matmul on every shape class, transposed and sliced operands" *
-          doctest::skip(!cuda_is_available())) {
+// gradcheck and gradgradcheck of every shape class on the GPU run from the op table
+// (tests/test_cuda_op_table.cpp); here the operands that reach cuBLAS as strided views.
+TEST_CASE("gradcheck on the GPU: transposed and sliced operands" * doctest::skip(!cuda_is_available())) {
   manual_seed(305);
   const TensorOptions gpu = TensorOptions(kFloat64).device(kGpu);
-  for (const ShapeCase& c : kShapeCases) {
-    INFO("self " << shape_str(c.a) << " other " << shape_str(c.b));
-    const Tensor a = randn(c.a, gpu).requires_grad_();
-    const Tensor b = randn(c.b, gpu).requires_grad_();
-    CHECK_GRADCHECK([](const tensor_list& t) { return matmul(t[0], t[1]); }, (tensor_list{a, b}));
-  }
   const Tensor x = randn({4, 5}, gpu).requires_grad_();
   const Tensor y = randn({6, 4}, gpu).requires_grad_();
   CHECK_GRADCHECK([](const tensor_list& t) { return matmul(t[0].t(), t[1].t()); }, (tensor_list{x, y}));
@@ -283,21 +279,4 @@ TEST_CASE("the weight gradient of a batched input on the GPU: one folded product
   const Tensor base = randn({5, 3, 4}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
   const Tensor w = randn({4, 2}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
   CHECK_GRADCHECK([](const tensor_list& t) { return matmul(t[0].transpose(0, 1), t[1]); }, (tensor_list{base, w}));
-}
-
-TEST_CASE("double backward on the GPU: matmul on every shape class, gradgradcheck in float64" *
-          doctest::skip(!cuda_is_available())) {
-  manual_seed(308);
-  const TensorOptions gpu = TensorOptions(kFloat64).device(kGpu);
-  for (const ShapeCase& c : kShapeCases) {
-    INFO("self " << shape_str(c.a) << " other " << shape_str(c.b));
-    const Tensor a = randn(c.a, gpu).requires_grad_();
-    const Tensor b = randn(c.b, gpu).requires_grad_();
-    const Tensor v = randn(matmul(a.detach(), b.detach()).sizes(), gpu).requires_grad_();
-    const tensor_list g = autograd::grad({matmul(a, b)}, {a, b}, {v}, std::nullopt, /*create_graph=*/true);
-    CHECK(g[0].requires_grad());
-    CHECK(g[1].requires_grad());
-    CHECK_GRADGRADCHECK_OPTS([](const tensor_list& t) { return matmul(t[0], t[1]); }, (tensor_list{a, b}),
-                             tensor_list{v}, GradcheckOptions{});
-  }
 }

@@ -1,7 +1,8 @@
 // Views and copies on the GPU: a view is metadata over the same storage on any device; the
 // backward of slice and select (SliceBackward/SelectBackward: zeros + a strided copy), of
 // expand (sum_to) and of the copies (to(), clone(), contiguous()) run on the GPU and agree
-// with the CPU's; gradcheck and gradgradcheck in float64 on the GPU.
+// with the CPU's; gradgradcheck in float64 on the GPU (gradcheck of each view runs from the
+// op table, tests/test_cuda_op_table.cpp).
 #include <functional>
 #include <optional>
 #include <vector>
@@ -100,16 +101,6 @@ TEST_CASE("copies between devices and dtypes are differentiable" * doctest::skip
   CHECK(on_gpu.to(kGpu).is_same(on_gpu));
   CHECK(on_gpu.contiguous().is_same(on_gpu));
   CHECK(!on_gpu.clone().is_same(on_gpu));
-}
-
-TEST_CASE("gradcheck on the GPU: views and copies in float64" * doctest::skip(!cuda_is_available())) {
-  manual_seed(403);
-  const Tensor x = randn({4, 6, 5}, TensorOptions(kFloat64).device(kGpu)).requires_grad_();
-  for (const auto& [name, view] : kViews) {
-    INFO(name);
-    CHECK_GRADCHECK([&view = view](const tensor_list& t) { return view(t[0]); }, tensor_list{x});
-  }
-  CHECK_GRADCHECK([](const tensor_list& t) { return t[0].cpu().cuda(); }, tensor_list{x});
 }
 
 TEST_CASE("double backward on the GPU: views and copies, gradgradcheck in float64" * doctest::skip(!cuda_is_available())) {
