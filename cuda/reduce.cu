@@ -555,7 +555,17 @@ void extremum_reduce(const Tensor& x, const std::vector<bool>& reduced, Extremum
 void prod_reduce(const Tensor& x, const std::vector<bool>& reduced, const Tensor& out) {
   DeviceGuard guard(x.device().index);
   const LaidOut laid_out = lay_out(x, reduced);
-  dispatch_all(x.dtype(), [&](auto tag) {
+  // Three dtypes, not six: the launcher's kernels for each cost as much to compile as the
+  // sum's, for an op that is rarely hot.
+  auto dispatch_prod_types = [](DType t, auto&& f) {
+    switch (t) {
+      case DType::Float32: f(float{}); return;
+      case DType::Float64: f(double{}); return;
+      case DType::Int64: f(int64_t{}); return;
+      default: MG_CHECK(false, "prod: the CUDA kernel takes float32, float64 or int64, got {}", t);
+    }
+  };
+  dispatch_prod_types(x.dtype(), [&](auto tag) {
     using in_t = decltype(tag);
     using acc_t = typename SumAccumulator<in_t>::type;
     using out_t = std::conditional_t<std::is_same_v<acc_t, uint64_t>, int64_t, in_t>;

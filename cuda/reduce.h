@@ -30,7 +30,8 @@ void extremum_reduce(const Tensor& x, const std::vector<bool>& reduced, Extremum
                      const Tensor& indices);
 
 // out = the product of x over the dims marked in `reduced` (1 where they hold no element),
-// accumulated as sum_reduce accumulates; int64 and bool inputs give int64 (wrapping around).
+// accumulated as sum_reduce accumulates; x is float32, float64 or int64 (wrapping around):
+// ops/reduce.cpp hands float16/bfloat16 over as float32 and bool as int64.
 void prod_reduce(const Tensor& x, const std::vector<bool>& reduced, const Tensor& out);
 
 // out = the running sum of x (contiguous, read as [outer, length, inner]) along its middle

@@ -387,19 +387,20 @@ std::vector<bool> one_dim_mask(const Tensor& x, int64_t dim) {
 }
 
 // The product of x over the reduced dims: the accumulators of the sums (double for
-// floating inputs, uint64 for integer and bool ones, wrapping around), float16/bfloat16
-// upcast to float32. One pass in row-major order; every output starts at 1, so a product
-// of no elements is 1.
+// floating inputs, uint64 for integer ones, wrapping around). float16/bfloat16 are upcast
+// to float32 and bool to int64 first, on both devices. One pass in row-major order; every
+// output starts at 1, so a product of no elements is 1.
 Tensor prod_kernel(const char* op, const Tensor& x, const std::vector<bool>& reduced, bool keepdim) {
+  if (!x.device().is_cuda()) check_cpu(op, "self", x);
+  if (is_half(x.dtype()))
+    return copy_as(prod_kernel(op, copy_as(x, kFloat32, x.device()), reduced, keepdim), x.dtype(), x.device());
+  if (x.dtype() == kBool) return prod_kernel(op, copy_as(x, kInt64, x.device()), reduced, keepdim);
   const DType out_dtype = is_floating(x.dtype()) ? x.dtype() : kInt64;
   Tensor out = empty(reduced_sizes(x.sizes(), reduced, keepdim), TensorOptions(out_dtype).device(x.device()));
   if (x.device().is_cuda()) {
     cuda::prod_reduce(x, reduced, out);
     return out;
   }
-  check_cpu(op, "self", x);
-  if (is_half(x.dtype()))
-    return copy_as(prod_kernel(op, copy_as(x, kFloat32, x.device()), reduced, keepdim), x.dtype(), x.device());
   dispatch_all(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     using acc_t = typename SumTypes<scalar_t>::acc_t;
