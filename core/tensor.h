@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -218,8 +219,51 @@ class Tensor {
     return mean(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
   Tensor max() const;
-  Tensor max(int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> max(int64_t dim, bool keepdim = false) const;  // (values, indices)
   Tensor argmax(int64_t dim, bool keepdim = false) const;  // int64, no gradient
+  // ---- more reductions ----
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;  // (values, indices)
+  Tensor argmin(int64_t dim, bool keepdim = false) const;  // int64, no gradient
+  Tensor amax(const Shape& dims = {}, bool keepdim = false) const;
+  template <typename Int, IfDimIndex<Int> = 0>
+  Tensor amax(Int dim, bool keepdim = false) const {
+    return amax(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor amin(const Shape& dims = {}, bool keepdim = false) const;
+  template <typename Int, IfDimIndex<Int> = 0>
+  Tensor amin(Int dim, bool keepdim = false) const {
+    return amin(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
+  template <typename Int, IfDimIndex<Int> = 0>
+  Tensor logsumexp(Int dim, bool keepdim = false) const {
+    return logsumexp(Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor var() const;
+  Tensor var(const Shape& dims, double correction = 1.0, bool keepdim = false) const;
+  template <typename Int, IfDimIndex<Int> = 0>
+  Tensor var(Int dim, double correction = 1.0, bool keepdim = false) const {
+    return var(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
+  Tensor std() const;
+  Tensor std(const Shape& dims, double correction = 1.0, bool keepdim = false) const;
+  template <typename Int, IfDimIndex<Int> = 0>
+  Tensor std(Int dim, double correction = 1.0, bool keepdim = false) const {
+    return std(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
+  }
+  Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
+  template <typename Int, IfDimIndex<Int> = 0>
+  Tensor norm(double p, Int dim, bool keepdim = false) const {
+    return norm(p, Shape{static_cast<int64_t>(dim)}, keepdim);
+  }
+  Tensor cumsum(int64_t dim) const;
+  Tensor any() const;
+  Tensor any(int64_t dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(int64_t dim, bool keepdim = false) const;
 
   // ---- in-place (bump the version counter; refused by autograd while recording) ----
   Tensor& add_(const Tensor& other, double alpha = 1.0);

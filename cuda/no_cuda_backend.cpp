@@ -42,7 +42,11 @@ void copy_strided(const Tensor&, const Tensor&) { raise_no_cuda_backend("copy");
 void fill(const Tensor&, double) { raise_no_cuda_backend("fill_"); }
 
 void sum_reduce(const Tensor&, const std::vector<bool>&, double, const Tensor&) { raise_no_cuda_backend("sum"); }
-void max_reduce(const Tensor&, int64_t, const Tensor&, const Tensor&) { raise_no_cuda_backend("max"); }
+void extremum_reduce(const Tensor&, const std::vector<bool>&, Extremum kind, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend(kind == Extremum::Max ? "max" : "min");
+}
+void prod_reduce(const Tensor&, const std::vector<bool>&, const Tensor&) { raise_no_cuda_backend("prod"); }
+void cumsum(const Tensor&, int64_t, int64_t, int64_t, bool, const Tensor&) { raise_no_cuda_backend("cumsum"); }
 
 void softmax_rows(const Tensor&, const Tensor&, bool log) { raise_no_cuda_backend(log ? "log_softmax" : "softmax"); }
 void softmax_backward_rows(const Tensor&, const Tensor&, const Tensor&, bool log) {

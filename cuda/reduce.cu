@@ -1,5 +1,6 @@
-// Reductions on the GPU: sum (and mean) over any dims, and max with its position along one
-// dim. (max's backward is built from public ops in ops/reduce.cpp: it needs no kernel here.)
+// Reductions on the GPU: sum (and mean) and prod over any dims, max and min with their
+// positions, and the running sum (cumsum, at the end of this file). (The backwards are
+// built from public ops in ops/reduce.cpp: they need no kernels here.)
 //
 // Every reduction reads x as [outer, reduced, inner] (ReductionLayout): the reduced dims
 // merged into one, the kept dims into at most two, each with one stride. That covers a
@@ -84,35 +85,54 @@ struct SumOp {
   }
 };
 
+// The product: SumOp's accumulators, multiplied (uint64 wraps around as int64's two's
+// complement product does).
+template <typename acc_t>
+struct ProdOp {
+  using state_t = acc_t;
+  __device__ state_t identity() const { return acc_t(1); }
+  template <typename T>
+  __device__ state_t lift(T value, int64_t) const {
+    return convert_element<acc_t>(value);
+  }
+  __device__ state_t combine(state_t a, state_t b) const { return a * b; }
+  template <typename T>
+  __device__ state_t fold(state_t state, T element, int64_t position) const {
+    return combine(state, lift(element, position));
+  }
+};
+
 template <typename value_t>
-struct MaxState {
+struct ExtremumState {
   value_t value;
   int64_t index;
 };
 
-// value_t is float for the half types (exact), the element type otherwise.
+// The running maximum or minimum and its position. value_t is float for the half types
+// (exact), the element type otherwise.
 template <typename value_t>
-struct MaxOp {
-  using state_t = MaxState<value_t>;
-  value_t lowest;  // below every value of value_t: where the running maximum starts
-  // Every element beats the identity: a value equal to `lowest` wins on its smaller index.
-  __device__ state_t identity() const { return {lowest, INT64_MAX}; }
+struct ExtremumOp {
+  using state_t = ExtremumState<value_t>;
+  Extremum kind;
+  value_t start;  // below (Max) or above (Min) every value of value_t
+  // Every element beats the identity: a value equal to `start` wins on its smaller index.
+  __device__ state_t identity() const { return {start, INT64_MAX}; }
   template <typename T>
   __device__ state_t lift(T value, int64_t position) const {
     return {convert_element<value_t>(value), position};
   }
   __device__ state_t lift(state_t partial, int64_t) const { return partial; }
   __device__ state_t combine(state_t a, state_t b) const {
-    return max_prefers(b.value, b.index, a.value, a.index) ? b : a;
+    return extremum_prefers(kind, b.value, b.index, a.value, a.index) ? b : a;
   }
-  // An element below the running maximum (a number, so no NaN) loses whatever its
-  // position: most elements cost one comparison, and only the rest the full rule (with
-  // its NaN tests and 64-bit index comparison), which float16 data would otherwise make
-  // the bottleneck at 8 elements per 16-byte load.
+  // An element on the losing side of the running extremum (a number, so no NaN) loses
+  // whatever its position: most elements cost one comparison, and only the rest the full
+  // rule (with its NaN tests and 64-bit index comparison), which float16 data would
+  // otherwise make the bottleneck at 8 elements per 16-byte load.
   template <typename T>
   __device__ state_t fold(state_t best, T element, int64_t position) const {
     const state_t candidate = lift(element, position);
-    if (candidate.value < best.value) return best;
+    if (kind == Extremum::Max ? candidate.value < best.value : candidate.value > best.value) return best;
     return combine(best, candidate);
   }
 };
@@ -129,10 +149,10 @@ struct SumOutput {
 };
 
 template <typename out_t, typename value_t>
-struct MaxOutput {
+struct ExtremumOutput {
   out_t* values;
   int64_t* indices;
-  __device__ void write(int64_t output, int64_t, MaxState<value_t> best) const {
+  __device__ void write(int64_t output, int64_t, ExtremumState<value_t> best) const {
     values[output] = convert_element<out_t>(best.value);
     indices[output] = best.index;
   }
@@ -518,17 +538,77 @@ void sum_reduce(const Tensor& x, const std::vector<bool>& reduced, double diviso
   });
 }
 
-void max_reduce(const Tensor& x, int64_t dim, const Tensor& values, const Tensor& indices) {
+void extremum_reduce(const Tensor& x, const std::vector<bool>& reduced, Extremum kind, const Tensor& values,
+                     const Tensor& indices) {
   DeviceGuard guard(x.device().index);
-  std::vector<bool> reduced(static_cast<size_t>(x.dim()), false);
-  reduced[static_cast<size_t>(dim)] = true;
   const LaidOut laid_out = lay_out(x, reduced);
+  const char* name = kind == Extremum::Max ? "max" : "min";
   dispatch_all(x.dtype(), [&](auto tag) {
     using in_t = decltype(tag);
     using value_t = std::conditional_t<is_half_type<in_t>, float, in_t>;
-    launch_reduction("max", static_cast<const in_t*>(laid_out.source.raw_data()), laid_out.layout,
-                     MaxOp<value_t>{lowest_value<value_t>()},
-                     MaxOutput<in_t, value_t>{static_cast<in_t*>(values.raw_data()), indices.data_ptr<int64_t>()});
+    launch_reduction(name, static_cast<const in_t*>(laid_out.source.raw_data()), laid_out.layout,
+                     ExtremumOp<value_t>{kind, extremum_start<value_t>(kind)},
+                     ExtremumOutput<in_t, value_t>{static_cast<in_t*>(values.raw_data()), indices.data_ptr<int64_t>()});
+  });
+}
+
+void prod_reduce(const Tensor& x, const std::vector<bool>& reduced, const Tensor& out) {
+  DeviceGuard guard(x.device().index);
+  const LaidOut laid_out = lay_out(x, reduced);
+  // Three dtypes, not six: the launcher's kernels for each cost as much to compile as the
+  // sum's, for an op that is rarely hot.
+  auto dispatch_prod_types = [](DType t, auto&& f) {
+    switch (t) {
+      case DType::Float32: f(float{}); return;
+      case DType::Float64: f(double{}); return;
+      case DType::Int64: f(int64_t{}); return;
+      default: MG_CHECK(false, "prod: the CUDA kernel takes float32, float64 or int64, got {}", t);
+    }
+  };
+  dispatch_prod_types(x.dtype(), [&](auto tag) {
+    using in_t = decltype(tag);
+    using acc_t = typename SumAccumulator<in_t>::type;
+    using out_t = std::conditional_t<std::is_same_v<acc_t, uint64_t>, int64_t, in_t>;
+    launch_reduction("prod", static_cast<const in_t*>(laid_out.source.raw_data()), laid_out.layout, ProdOp<acc_t>{},
+                     SumOutput<out_t, acc_t>{static_cast<out_t*>(out.raw_data()), acc_t(1)});
+  });
+}
+
+namespace {
+
+// ---- cumsum ----
+// One thread per line (o, i) walks its `length` elements in order: the same order, and so
+// the same bits, as the CPU loop. Neighbouring threads take neighbouring i, so for inner > 1
+// a warp reads contiguous memory at each step; a scan along the last dim (inner == 1) reads
+// with a stride instead, which a per-row scan accepts for its simplicity.
+template <typename in_t, typename acc_t, typename out_t>
+__global__ void cumsum_kernel(const in_t* x, out_t* out, int64_t outer, int64_t length, int64_t inner,
+                              bool reverse) {
+  const int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (line >= outer * inner) return;
+  const int64_t base = (line / inner) * length * inner + line % inner;
+  acc_t total = acc_t(0);
+  for (int64_t step = 0; step < length; ++step) {
+    const int64_t at = base + (reverse ? length - 1 - step : step) * inner;
+    total += convert_element<acc_t>(x[at]);
+    out[at] = convert_element<out_t>(total);
+  }
+}
+
+}  // namespace
+
+void cumsum(const Tensor& x, int64_t outer, int64_t length, int64_t inner, bool reverse, const Tensor& out) {
+  DeviceGuard guard(x.device().index);
+  const int64_t lines = outer * inner;
+  if (lines == 0 || length == 0) return;
+  dispatch_all(x.dtype(), [&](auto tag) {
+    using in_t = decltype(tag);
+    using acc_t = typename SumAccumulator<in_t>::type;
+    using out_t = std::conditional_t<std::is_same_v<acc_t, uint64_t>, int64_t, in_t>;
+    const int64_t blocks = (lines + kThreads - 1) / kThreads;
+    cumsum_kernel<in_t, acc_t, out_t><<<grid_size(blocks, "cumsum"), kThreads, 0, current_stream()>>>(
+        static_cast<const in_t*>(x.raw_data()), static_cast<out_t*>(out.raw_data()), outer, length, inner, reverse);
+    MG_CUDA_CHECK_LAUNCH("cumsum");
   });
 }
 

@@ -4,6 +4,7 @@
 // kernel together. Same-dtype rule: binary ops take two tensors of one dtype (a mismatch
 // is a clear error, not a silent promotion); a double scalar takes the tensor's dtype.
 #include <limits>
+#include <tuple>
 
 #include <minigrad/core/tensor.h>
 
@@ -85,8 +86,42 @@ Tensor sum(const Tensor& x, const Shape& dims, bool keepdim = false);
 Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const Shape& dims, bool keepdim = false);
 Tensor max(const Tensor& x);                                // over all elements
-Tensor max(const Tensor& x, int64_t dim, bool keepdim = false);
+// (values, indices): the maximum along dim and where it is (int64, the first maximum), as
+// torch::max(x, dim). amax(x, {dim}) when only the values are wanted.
+std::tuple<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim = false);
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim = false);  // int64, no gradient
+// ---- more reductions ----
+Tensor min(const Tensor& x);                                // over all elements
+std::tuple<Tensor, Tensor> min(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor argmin(const Tensor& x, int64_t dim, bool keepdim = false);  // int64, no gradient
+// The maximum / minimum over any dims (an empty list: every dim; a dim of size 0 is an
+// error). The gradient is split evenly among the elements that tie for it.
+Tensor amax(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
+Tensor amin(const Tensor& x, const Shape& dims = {}, bool keepdim = false);
+// log(sum(exp(x))) over dims, computed as m + log(sum(exp(x - m))) with m the maximum: no
+// overflow, and a row of -inf gives -inf. Floating inputs.
+Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim = false);
+// Products: int64 for integer and bool inputs (wrapping around, as sums do); prod of no
+// elements is 1.
+Tensor prod(const Tensor& x);
+Tensor prod(const Tensor& x, int64_t dim, bool keepdim = false);
+// Variance and standard deviation: the squared deviations summed, divided by
+// max(0, N - correction) (correction 1: Bessel's). Floating inputs.
+Tensor var(const Tensor& x);
+Tensor var(const Tensor& x, const Shape& dims, double correction = 1.0, bool keepdim = false);
+Tensor std(const Tensor& x);
+Tensor std(const Tensor& x, const Shape& dims, double correction = 1.0, bool keepdim = false);
+// The p-norm over dims (an empty list: every dim): (sum |x|^p)^(1/p); p = inf and -inf are
+// the largest and smallest |x|, p = 0 the count of non-zeros. Floating inputs. At a zero
+// norm the gradient is 0, as in PyTorch.
+Tensor norm(const Tensor& x, double p = 2.0, const Shape& dims = {}, bool keepdim = false);
+// The running sum along dim: int64 for integer and bool inputs.
+Tensor cumsum(const Tensor& x, int64_t dim);
+// Whether any / all elements are non-zero (NaN counts as non-zero): bool, for any dtype.
+Tensor any(const Tensor& x);
+Tensor any(const Tensor& x, int64_t dim, bool keepdim = false);
+Tensor all(const Tensor& x);
+Tensor all(const Tensor& x, int64_t dim, bool keepdim = false);
 // Sums a broadcast gradient back down to `shape` (the backward of broadcasting).
 Tensor sum_to(const Tensor& x, const Shape& shape);
 

@@ -35,6 +35,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -303,9 +304,9 @@ inline const std::vector<OpInfo>& op_table() {
              [](T x) { return mean(x[0], {-1}, true); }),
       OpInfo("max", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return max(x[0]); })
           .empty_error("max: the input 'self' is empty"),
-      OpInfo("max over a dim", [](S s) { return tensor_list{s.normal({3, 4})}; }, [](T x) { return max(x[0], 1); }),
+      OpInfo("max over a dim", [](S s) { return tensor_list{s.normal({3, 4})}; }, [](T x) { return std::get<0>(max(x[0], 1)); }),
       OpInfo("max over a dim, keepdim", [](S s) { return tensor_list{s.normal({3, 4})}; },
-             [](T x) { return max(x[0], 0, true); })
+             [](T x) { return std::get<0>(max(x[0], 0, true)); })
           .empty_error("max: cannot reduce over dim 0 of size 0"),
       OpInfo("argmax", [](S s) { return tensor_list{s.normal({3, 4})}; }, [](T x) { return argmax(x[0], 1); })
           .no_grad(),
@@ -313,6 +314,56 @@ inline const std::vector<OpInfo>& op_table() {
              [](T x) { return argmax(x[0], -2, true); })
           .no_grad()
           .empty_error("argmax: cannot reduce over dim 0 of size 0"),
+      OpInfo("max over a dim, indices", [](S s) { return tensor_list{s.normal({3, 4})}; },
+             [](T x) { return std::get<1>(max(x[0], 1)); })
+          .no_grad(),
+      OpInfo("min", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return min(x[0]); })
+          .empty_error("min: "),
+      OpInfo("min over a dim", [](S s) { return tensor_list{s.normal({3, 4})}; },
+             [](T x) { return std::get<0>(min(x[0], 1)); }),
+      OpInfo("argmin", [](S s) { return tensor_list{s.normal({3, 4})}; }, [](T x) { return argmin(x[0], 1); })
+          .no_grad(),
+      OpInfo("amax over dims", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return amax(x[0], {0, 2}); })
+          .empty_error("amax: "),
+      OpInfo("amin over a dim, keepdim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return x[0].amin(1, true); }),
+      OpInfo("logsumexp", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return logsumexp(x[0], {1}); }),
+      OpInfo("logsumexp over dims, keepdim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return logsumexp(x[0], {1, 2}, true); }),
+      OpInfo("prod", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return prod(x[0]); })
+          .empty_shape({}),
+      OpInfo("prod over a dim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return prod(x[0], 2); }),
+      OpInfo("prod with zeros", [](S s) { return tensor_list{s.values({1.5, 0, 0.9, 1.2, 0, 0.8}, {2, 3})}; },
+             [](T x) { return prod(x[0], 1); }),
+      OpInfo("var", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return var(x[0]); })
+          .no_empty(),
+      OpInfo("var over dims, correction 0, keepdim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return var(x[0], {0, 2}, 0.0, true); })
+          .no_empty(),
+      OpInfo("std over a dim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return x[0].std(1); }),
+      OpInfo("norm", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return norm(x[0]); })
+          .empty_shape({}),
+      OpInfo("norm, p = 1 over dims", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return norm(x[0], 1, {0, 2}); })
+          .empty_shape({3}),
+      OpInfo("norm, p = inf over a dim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return norm(x[0], std::numeric_limits<double>::infinity(), {2}); })
+          .no_empty(),
+      OpInfo("norm, p = 3 over a dim, keepdim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return norm(x[0], 3, {1}, true); }),
+      OpInfo("cumsum", [](S s) { return tensor_list{s.normal({2, 3, 4})}; }, [](T x) { return cumsum(x[0], 0); }),
+      OpInfo("cumsum over the last dim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return cumsum(x[0], -1); }),
+      OpInfo("any", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return any(x[0] > 0.5); })
+          .no_grad()
+          .empty_shape({}),
+      OpInfo("all over a dim", [](S s) { return tensor_list{s.normal({2, 3})}; },
+             [](T x) { return all(x[0] > -0.5, 1); })
+          .no_grad(),
       OpInfo("sum_to", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
              [](T x) { return sum_to(x[0], {3, 1}); })
           .empty_shape({3, 1}),

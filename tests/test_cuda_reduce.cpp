@@ -148,7 +148,7 @@ TEST_CASE("reductions on the GPU read non-contiguous inputs through their stride
     }
     for (int64_t dim = 0; dim < x.dim(); ++dim) {
       CAPTURE(dim);
-      CHECK_ALLCLOSE(max(on_gpu, dim), max(x, dim), 0.0, 0.0);
+      CHECK_ALLCLOSE(std::get<0>(max(on_gpu, dim)), std::get<0>(max(x, dim)), 0.0, 0.0);
       CHECK(argmax(on_gpu, dim, true).to_vector<int64_t>() == argmax(x, dim, true).to_vector<int64_t>());
     }
     CHECK(max(on_gpu).item<double>() == max(x).item<double>());
@@ -167,9 +167,9 @@ TEST_CASE("max and argmax on the GPU pick the CPU's element in every dtype and l
         // Integers from a narrow range: many ties, which the first index must win.
         const Tensor x = dtype == kInt64 ? (randn(c.sizes) * 3.0).to(kInt64) : random_input(c.sizes, dtype);
         const int64_t dim = c.dims[0];
-        const Tensor values = max(x.to(kGpu), dim, keepdim);
+        const Tensor values = std::get<0>(max(x.to(kGpu), dim, keepdim));
         CHECK(values.dtype() == dtype);
-        CHECK_ALLCLOSE(values, max(x, dim, keepdim), 0.0, 0.0);
+        CHECK_ALLCLOSE(values, std::get<0>(max(x, dim, keepdim)), 0.0, 0.0);
         CHECK(argmax(x.to(kGpu), dim, keepdim).to_vector<int64_t>() == argmax(x, dim, keepdim).to_vector<int64_t>());
       }
     }
@@ -220,10 +220,10 @@ TEST_CASE("empty and 0-d tensors on the GPU reduce as on the CPU" * doctest::ski
   CHECK(sum(empty_rows, {1}).sizes() == Shape{0});
   CHECK(std::isnan(mean(empty_rows).item<double>()));
   CHECK(sum(zeros({0}, kInt64).to(kGpu)).item<int64_t>() == 0);
-  CHECK(max(empty_rows, 1).sizes() == Shape{0});
+  CHECK(std::get<0>(max(empty_rows, 1)).sizes() == Shape{0});
   CHECK(sum(empty_rows, {0}).device() == kGpu);
   CHECK_THROWS_CONTAINING(max(empty_rows), "max: the input 'self' is empty (shape [0, 3])");
-  CHECK_THROWS_CONTAINING(max(empty_rows, 0), "max: cannot reduce over dim 0 of size 0");
+  CHECK_THROWS_CONTAINING(std::get<0>(max(empty_rows, 0)), "max: cannot reduce over dim 0 of size 0");
   CHECK_THROWS_CONTAINING(argmax(empty_rows, 0), "argmax: cannot reduce over dim 0 of size 0");
 
   const Tensor s = scalar_tensor(2.5, kFloat64).to(kGpu);
@@ -266,10 +266,11 @@ TEST_CASE("gradcheck on the GPU: sum, mean, max and sum_to in float64" * doctest
     CHECK_GRADCHECK([&](const tensor_list& t) { return sum(t[0], {-1, 0}, keepdim); }, tensor_list{x});
     CHECK_GRADCHECK([&](const tensor_list& t) { return mean(t[0], {-2}, keepdim); }, tensor_list{x});
     CHECK_GRADCHECK([&](const tensor_list& t) { return mean(t[0], {}, keepdim); }, tensor_list{x});
-    CHECK_GRADCHECK([&](const tensor_list& t) { return max(t[0], -1, keepdim); }, tensor_list{x});
-    CHECK_GRADCHECK([&](const tensor_list& t) { return max(t[0], 0, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return std::get<0>(max(t[0], -1, keepdim)); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return std::get<0>(max(t[0], 0, keepdim)); }, tensor_list{x});
     CHECK_GRADCHECK([&](const tensor_list& t) { return sum(t[0].transpose(0, 2), {0}, keepdim); }, tensor_list{x});
-    CHECK_GRADCHECK([&](const tensor_list& t) { return max(t[0].slice(2, 0, 5, 2), 1, keepdim); }, tensor_list{x});
+    CHECK_GRADCHECK([&](const tensor_list& t) { return std::get<0>(max(t[0].slice(2, 0, 5, 2), 1, keepdim)); },
+                    tensor_list{x});
   }
   CHECK_GRADCHECK([](const tensor_list& t) { return t[0].max(); }, tensor_list{x});
   CHECK_GRADCHECK([](const tensor_list& t) { return t[0].transpose(1, 2).max(); }, tensor_list{x});
@@ -294,9 +295,9 @@ TEST_CASE("backward on the GPU matches the CPU: sum, mean, max, broadcasting" *
   };
   grads(x, [](const Tensor& t) { return sum(t, {1}); }, upstream_rows);
   grads(x, [](const Tensor& t) { return mean(t, {0}, true); }, upstream_cols);
-  grads(x, [](const Tensor& t) { return max(t, 1); }, upstream_rows);
-  grads(x, [](const Tensor& t) { return max(t, 0, true); }, upstream_cols);
-  grads(x, [](const Tensor& t) { return t.transpose(0, 1).max(1); }, randn({300}, kFloat64));
+  grads(x, [](const Tensor& t) { return std::get<0>(max(t, 1)); }, upstream_rows);
+  grads(x, [](const Tensor& t) { return std::get<0>(max(t, 0, true)); }, upstream_cols);
+  grads(x, [](const Tensor& t) { return std::get<0>(t.transpose(0, 1).max(1)); }, randn({300}, kFloat64));
 
   // The broadcast operand of an add gets the gradient summed over the broadcast dim.
   const Tensor bias_values = randn({300}, kFloat64);
@@ -331,7 +332,7 @@ TEST_CASE("max() on the GPU splits the gradient among tied maxima, NaN included"
   CHECK(with_nan.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0, 0.5});
   // max(dim) keeps the first maximum's index.
   const Tensor rows = gpu_leaf(from_vector<double>({2, 7, 7, 1, 7, 0}, {2, 3}));
-  max(rows, 1).sum().backward();
+  std::get<0>(max(rows, 1)).sum().backward();
   CHECK(rows.grad().to_vector<double>() == std::vector<double>{0, 1, 0, 0, 1, 0});
 }
 
@@ -343,8 +344,8 @@ TEST_CASE("double backward on the GPU: sum, mean, max(dim) and max(), gradgradch
   const std::vector<std::function<Tensor(const Tensor&)>> reductions = {
       [](const Tensor& t) { return sum(t, {1}) * sum(t, {1}); },
       [](const Tensor& t) { return mean(t, {0, 2}, true) * mean(t, {0, 2}, true); },
-      [](const Tensor& t) { return max(t, -1) * max(t, -1); },
-      [](const Tensor& t) { return max(t, 0, true) * max(t, 0, true); },
+      [](const Tensor& t) { return std::get<0>(max(t, -1)) * std::get<0>(max(t, -1)); },
+      [](const Tensor& t) { return std::get<0>(max(t, 0, true)) * std::get<0>(max(t, 0, true)); },
       [](const Tensor& t) { return t.max() * t.max(); },
   };
   for (size_t i = 0; i < reductions.size(); ++i) {

@@ -1,6 +1,6 @@
 // The member forms of the public ops (x.exp(), x.sum(1, true), x.add(y, alpha), ...): each
 // gives the bits of the function it names, records the same history, and the integer-dim
-// overloads of sum and mean do not change what a braced list means.
+// overloads of the reductions do not change what a braced list means.
 #include <cstring>
 #include <functional>
 #include <string>
@@ -84,6 +84,30 @@ TEST_CASE("each member form gives the bits and the history of its function") {
       {"mean dim keepdim", [](auto& a, auto&) { return a.mean(int64_t{1}, true); },
        [](auto& a, auto&) { return mean(a, {1}, true); }},
       {"argmax", [](auto& a, auto&) { return a.argmax(1); }, [](auto& a, auto&) { return argmax(a, 1); }, false},
+      {"max dim", [](auto& a, auto&) { return std::get<0>(a.max(1)); },
+       [](auto& a, auto&) { return std::get<0>(max(a, 1)); }},
+      {"min", [](auto& a, auto&) { return a.min(); }, [](auto& a, auto&) { return min(a); }},
+      {"min dim keepdim", [](auto& a, auto&) { return std::get<0>(a.min(0, true)); },
+       [](auto& a, auto&) { return std::get<0>(min(a, 0, true)); }},
+      {"argmin", [](auto& a, auto&) { return a.argmin(1); }, [](auto& a, auto&) { return argmin(a, 1); }, false},
+      {"amax dim", [](auto& a, auto&) { return a.amax(1); }, [](auto& a, auto&) { return amax(a, {1}); }},
+      {"amin dims keepdim", [](auto& a, auto&) { return a.amin({0, 1}, true); },
+       [](auto& a, auto&) { return amin(a, {0, 1}, true); }},
+      {"logsumexp dim", [](auto& a, auto&) { return a.logsumexp(-1); },
+       [](auto& a, auto&) { return logsumexp(a, {-1}); }},
+      {"prod", [](auto& a, auto&) { return a.prod(); }, [](auto& a, auto&) { return prod(a); }},
+      {"prod dim keepdim", [](auto& a, auto&) { return a.prod(1, true); },
+       [](auto& a, auto&) { return prod(a, 1, true); }},
+      {"var", [](auto& a, auto&) { return a.var(); }, [](auto& a, auto&) { return var(a); }},
+      {"var dim", [](auto& a, auto&) { return a.var(0, 0.0, true); },
+       [](auto& a, auto&) { return var(a, {0}, 0.0, true); }},
+      {"std dim", [](auto& a, auto&) { return a.std(1); }, [](auto& a, auto&) { return minigrad::std(a, {1}); }},
+      {"norm", [](auto& a, auto&) { return a.norm(); }, [](auto& a, auto&) { return norm(a); }},
+      {"norm p dim", [](auto& a, auto&) { return a.norm(3, 1); }, [](auto& a, auto&) { return norm(a, 3, {1}); }},
+      {"cumsum", [](auto& a, auto&) { return a.cumsum(1); }, [](auto& a, auto&) { return cumsum(a, 1); }},
+      {"any", [](auto& a, auto&) { return a.any(); }, [](auto& a, auto&) { return any(a); }, false},
+      {"all dim keepdim", [](auto& a, auto&) { return a.all(1, true); },
+       [](auto& a, auto&) { return all(a, 1, true); }, false},
   };
   std::vector<Device> devices = {Device::cpu()};
   if (cuda_is_available()) devices.push_back(Device::cuda(0));
@@ -127,6 +151,24 @@ TEST_CASE("sum and mean of one integer dim; a braced list keeps its meaning") {
   CHECK(x.sum({0, 2}).sizes() == Shape{3});
   CHECK(x.mean({}).dim() == 0);
   CHECK_THROWS_CONTAINING(x.sum(3), "sum");
+  // The same for the other reductions that take one dim or a list of them.
+  CHECK(x.amax(1).sizes() == Shape{2, 4});
+  CHECK(x.amin(-1, true).sizes() == Shape{2, 3, 1});
+  CHECK(x.amax({}).dim() == 0);
+  CHECK(same_values(x.amax({1}), x.amax(1)));
+  CHECK(x.amin({0, 2}).sizes() == Shape{3});
+  CHECK(x.logsumexp(2).sizes() == Shape{2, 3});
+  CHECK(x.logsumexp({}).dim() == 0);
+  CHECK(x.var(1).sizes() == Shape{2, 4});
+  CHECK(same_values(x.var(1), x.var({1})));
+  CHECK(x.var({}).dim() == 0);
+  CHECK(same_values(x.var({}), x.var()));
+  CHECK(x.std(0, 1.0, true).sizes() == Shape{1, 3, 4});
+  CHECK(x.std({0, 2}).sizes() == Shape{3});
+  CHECK(x.norm(2, 1).sizes() == Shape{2, 4});
+  CHECK(same_values(x.norm(2, {1}), x.norm(2, 1)));
+  CHECK(x.norm(1, {}).dim() == 0);
+  CHECK_THROWS_CONTAINING(x.var(3), "var");
 }
 
 TEST_CASE("add and sub with alpha scale the other tensor, as in LibTorch") {
