@@ -804,7 +804,7 @@ TEST_CASE("tril and triu keep the elements on and below (above) a diagonal of th
 namespace {
 
 struct JoinCase {
-  const char* name;
+  std::string name;
   std::function<Tensor(const tensor_list&)> fn;
 };
 
