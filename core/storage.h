@@ -14,7 +14,8 @@ class Storage {
  public:
   Storage(size_t nbytes, Device device);
   // Memory the caller allocated (from_blob): no allocator is involved; the destructor calls
-  // `deleter(data)` when one is given, and otherwise leaves the memory alone.
+  // `deleter(data)` when one is given (so it must not throw), and otherwise leaves the
+  // memory alone.
   Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
   ~Storage();
   Storage(const Storage&) = delete;

@@ -152,10 +152,10 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
 
   // ---- more views and joins ----
-  // Views (share storage): narrow, flatten with dims, unflatten, view_as, expand_as,
-  // movedim, swapaxes/swapdims, mT, and the pieces of chunk, split and unbind. Copies:
-  // repeat, flip, tril, triu (and reshape_as when reshape copies). cat and stack are free
-  // functions (ops/ops.h), as in LibTorch.
+  // Views (share storage): narrow, unflatten, view_as, expand_as, movedim, swapaxes/swapdims,
+  // mT, the pieces of chunk, split and unbind, and flatten and reshape_as where reshape
+  // gives a view. Copies: repeat, flip, tril, triu. All differentiable. cat and stack are
+  // free functions (ops/ops.h), as in LibTorch.
   Tensor narrow(int64_t dim, int64_t start, int64_t length) const;  // slice(dim, start, start + length)
   Tensor flatten(int64_t start_dim, int64_t end_dim = -1) const;    // merges dims start_dim..end_dim
   Tensor unflatten(int64_t dim, const Shape& sizes) const;          // splits dim into sizes (one may be -1)

@@ -108,8 +108,8 @@ Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 // ---- views and joins (ops/views.cpp, ops/joins.cpp) ----
 // The free forms of the members of the same names (core/tensor.h), and cat and stack.
 // cat: the tensors joined along an existing dim; all of one dtype and device, and of one
-// shape but for dim. A 1-D tensor of size 0 is skipped whatever its shape, as PyTorch still
-// does for legacy code that starts a loop of cats from an empty tensor.
+// shape but for dim. A 1-D tensor of size 0 is skipped whatever the others' shapes, as
+// PyTorch still does for legacy code that starts a loop of cats from an empty tensor.
 Tensor cat(const tensor_list& tensors, int64_t dim = 0);
 // stack: tensors of one shape joined along a new dim (dim may be tensors[0].dim()).
 Tensor stack(const tensor_list& tensors, int64_t dim = 0);

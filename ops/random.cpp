@@ -1,8 +1,8 @@
-// rand, randn, randint and the *_like forms, drawn on the tensor's device: the CPU loop here, or the CUDA kernel
-// (cuda/random.cu), both computing element i from the op's Philox stream with the formulas
-// of kernels/random.h, so a seeded program draws the same numbers on either device. Each
-// call reserves one stream of the default generator (core/generator.h), after the checks:
-// a call that fails draws nothing.
+// rand and randn (and their *_like forms), drawn on the tensor's device: the CPU loop here,
+// or the CUDA kernel (cuda/random.cu), both computing element i from the op's Philox stream
+// with the formulas of kernels/random.h, so a seeded program draws the same numbers on
+// either device. Each call reserves one stream of the default generator (core/generator.h),
+// after the checks: a call that fails draws nothing. randint scales rand's float64 values.
 #include <minigrad/core/dispatch.h>
 #include <minigrad/core/generator.h>
 #include <minigrad/core/shape.h>
@@ -57,9 +57,10 @@ Tensor randn(const Shape& sizes, TensorOptions options) { return draw("randn", D
 // is exact when r is a power of two and otherwise more than half an ulp of r below r, so it
 // rounds down; smaller u round no higher. Every value lies in [low, high).
 // The truncation to int64 is the floor for these non-negative products, and both devices
-// do the same float64 multiply and conversion, so they give the same integers. 53 random
-// bits cover ranges up to 2^53 evenly enough (the counts of two values differ by at most
-// one part in 2^53 / range); larger bounds are refused rather than drawn unevenly.
+// do the same float64 multiply and conversion, so they give the same integers. u is k / 2^53
+// for 53 random bits k, so each integer of a range r gets floor(2^53 / r) or one more of the
+// k: even to one part in 2^53 / r. Ranges past 2^53 would leave integers out; they are
+// refused, and so are bounds a double does not hold exactly.
 Tensor randint(int64_t low, int64_t high, const Shape& sizes, TensorOptions options) {
   constexpr int64_t kExact = int64_t(1) << 53;  // integers a double holds exactly
   MG_CHECK(low < high, "randint: expects low < high, got low = {} and high = {}", low, high);

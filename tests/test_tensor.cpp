@@ -367,7 +367,8 @@ TEST_CASE("from_blob views the caller's memory; the deleter runs once, after the
                           "from_blob: 1 strides [3] for 2 sizes [2, 3]");
   CHECK_THROWS_CONTAINING(from_blob(buffer.data(), {2, 3}, {-3, 1}, count, kFloat64),
                           "from_blob: negative stride -3 at dimension 0");
-  CHECK_THROWS_CONTAINING(from_blob(nullptr, {2}, count), "from_blob: argument 'data' is a null pointer for 2 elements");
+  CHECK_THROWS_CONTAINING(from_blob(nullptr, {2}, count),
+                          "from_blob: argument 'data' is a null pointer for 2 elements");
   CHECK_THROWS_CONTAINING(from_blob(buffer.data(), {2, -1}), "from_blob: negative size");
   CHECK(error_calls == 0);
   CHECK(from_blob(nullptr, {0, 4}).numel() == 0);

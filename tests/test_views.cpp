@@ -1,7 +1,8 @@
-// Views (view, reshape, transpose, t, permute, slice, select, expand, squeeze, unsqueeze)
-// and copies (to, clone, contiguous). Expected values map each output multi-index to the
-// input's by hand (tests/reference_indexing.h); storage sharing is checked by writing
-// through a view.
+// Views (view, reshape, transpose, t, permute, slice, select, expand, squeeze, unsqueeze,
+// and narrow, flatten, unflatten, movedim, swapaxes, mT, chunk, split, unbind), copies (to,
+// clone, contiguous) and the joins and rearrangements (cat, stack, repeat, flip, tril, triu).
+// Expected values map each output multi-index to the input's by hand
+// (tests/reference_indexing.h); storage sharing is checked by writing through a view.
 #include <cstdint>
 #include <functional>
 #include <limits>
