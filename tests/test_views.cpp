@@ -879,6 +879,23 @@ TEST_CASE("gradients of the joins: values by hand and empty inputs") {
     const Tensor grad = autograd::grad({out.sum()}, {z})[0];
     CHECK(grad.sizes() == Shape{0, 3});
   }
+  // gradcheck and gradgradcheck accept them too (nothing to perturb, no element to compare,
+  // but the backward runs and must give gradients of the right shapes).
+  const tensor_list empty_inputs = {z, zeros({0, 3}, kFloat64).t().detach().requires_grad_()};
+  for (const JoinCase& c : std::vector<JoinCase>{
+           {"cat", [](const tensor_list& t) { return cat({t[0], t[1].t()}, 1); }},
+           {"stack", [](const tensor_list& t) { return stack({t[0], t[1].t()}, 0); }},
+           {"flip", [](const tensor_list& t) { return t[1].flip({0}); }},
+           {"triu", [](const tensor_list& t) { return t[1].triu(1); }},
+           {"repeat", [](const tensor_list& t) { return t[0].repeat({3, 1}); }},
+           {"unbind + stack", [](const tensor_list& t) { return stack(t[0].unbind(1), 0); }},
+       }) {
+    INFO(c.name);
+    GradcheckOptions options;
+    options.allow_unused = true;
+    CHECK_GRADCHECK_OPTS(c.fn, empty_inputs, options);
+    CHECK_GRADGRADCHECK_OPTS(c.fn, empty_inputs, tensor_list{}, options);
+  }
   const tensor_list pieces = z.split(1, 1);
   CHECK(pieces.size() == 3);
   CHECK(autograd::grad({pieces[1].sum()}, {z})[0].sizes() == Shape{0, 3});
