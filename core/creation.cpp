@@ -4,6 +4,8 @@
 // Every error names the function the user called ("zeros: negative size ..."), not the
 // helper that found the problem, so each public function passes its own name down.
 #include <cmath>
+#include <functional>
+#include <utility>
 
 #include <minigrad/core/shape.h>
 #include <minigrad/core/tensor.h>
@@ -177,6 +179,78 @@ Tensor tensor(std::initializer_list<float> values, TensorOptions options) {
 Tensor tensor(std::initializer_list<double> values, TensorOptions options) {
   return from_vector(std::vector<double>(values), {static_cast<int64_t>(values.size())},
                      options.dtype(options.dtype_or(kFloat32)));
+}
+
+// ---- more creation ----
+
+// Element i is start + i * step for the first half and end - (steps - 1 - i) * step for the
+// second, as PyTorch computes it: both ends come out exact, and the rounding error of i *
+// step never grows past the middle.
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options) {
+  MG_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got {}", steps);
+  MG_CHECK(std::isfinite(start) && std::isfinite(end), "linspace: start and end must be finite, got {} and {}", start,
+           end);
+  const DType dtype = options.dtype_or(kFloat32);
+  Tensor host = empty_for("linspace", {steps}, dtype, kCPU);
+  const double step = steps > 1 ? (end - start) / static_cast<double>(steps - 1) : 0.0;
+  const int64_t half = steps / 2;
+  fill_cpu(host, [&](int64_t i) {
+    if (steps == 1) return start;  // one value: start, as in PyTorch
+    return i < half ? start + step * static_cast<double>(i) : end - step * static_cast<double>(steps - 1 - i);
+  });
+  return finish(std::move(host), options.dtype(dtype));
+}
+
+Tensor eye(int64_t n, TensorOptions options) { return eye(n, n, options); }
+
+Tensor eye(int64_t n, int64_t m, TensorOptions options) {
+  MG_CHECK(n >= 0, "eye: n must be non-negative, got {}", n);
+  MG_CHECK(m >= 0, "eye: m must be non-negative, got {}", m);
+  Tensor host = empty_for("eye", {n, m}, options.dtype_, kCPU);
+  fill_cpu(host, [m](int64_t i) { return i / m == i % m ? 1.0 : 0.0; });  // m > 0 whenever there is an element
+  return finish(std::move(host), options);
+}
+
+// The tensor owns a Storage over the caller's memory, sized to the furthest element the
+// strides reach; the Storage calls the deleter when the last tensor over it dies. The
+// checks come first: a call that fails has made no Storage and never calls the deleter,
+// and the memory is still the caller's.
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, std::function<void(void*)> deleter,
+                 TensorOptions options) {
+  const int64_t numel = checked_numel(sizes, "from_blob");
+  MG_CHECK(strides.size() == sizes.size(), "from_blob: {} strides {} for {} sizes {}", strides.size(),
+           shape_str(strides), sizes.size(), shape_str(sizes));
+  MG_CHECK(options.device_.is_cpu() || has_allocator(options.device_.type),
+           "from_blob: a tensor on {} needs the CUDA backend, and this build or machine has none", options.device_);
+  MG_CHECK(data != nullptr || numel == 0, "from_blob: argument 'data' is a null pointer for {} elements", numel);
+  int64_t extent = numel == 0 ? 0 : 1;  // elements from the first to the furthest one, inclusive
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    MG_CHECK(strides[d] >= 0, "from_blob: negative stride {} at dimension {} (strides {})", strides[d], d,
+             shape_str(strides));
+    int64_t reach = 0;
+    MG_CHECK(numel == 0 || (!__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) &&
+                            !__builtin_add_overflow(extent, reach, &extent)),
+             "from_blob: sizes {} with strides {} reach past what int64 counts", shape_str(sizes), shape_str(strides));
+  }
+  const size_t nbytes = checked_nbytes(extent, element_size(options.dtype_), "from_blob");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->storage = std::make_shared<Storage>(data, nbytes, options.device_, std::move(deleter));
+  impl->sizes = sizes;
+  impl->strides = strides;
+  impl->dtype = options.dtype_;
+  Tensor out(std::move(impl));
+  if (options.requires_grad_) out.requires_grad_(true);
+  return out;
+}
+
+Tensor from_blob(void* data, const Shape& sizes, TensorOptions options) {
+  return from_blob(data, sizes, contiguous_strides(sizes), nullptr, options);
+}
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOptions options) {
+  return from_blob(data, sizes, strides, nullptr, options);
+}
+Tensor from_blob(void* data, const Shape& sizes, std::function<void(void*)> deleter, TensorOptions options) {
+  return from_blob(data, sizes, contiguous_strides(sizes), std::move(deleter), options);
 }
 
 }  // namespace minigrad

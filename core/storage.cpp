@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -198,7 +199,14 @@ Storage::Storage(size_t nbytes, Device device)
   data_ = allocator_->allocate(nbytes, device);
 }
 
+Storage::Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), device_(device), deleter_(std::move(deleter)) {}
+
 Storage::~Storage() {
+  if (allocator_ == nullptr) {  // the caller's memory: theirs to free, through the deleter
+    if (deleter_) deleter_(data_);
+    return;
+  }
   if (data_) allocator_->deallocate(data_, nbytes_, device_);
 }
 

@@ -3,6 +3,7 @@
 // tensors over the same Storage with other sizes, strides and offset.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <minigrad/core/allocator.h>
@@ -12,6 +13,10 @@ namespace minigrad {
 class Storage {
  public:
   Storage(size_t nbytes, Device device);
+  // Memory the caller allocated (from_blob): no allocator is involved; the destructor calls
+  // `deleter(data)` when one is given (so it must not throw), and otherwise leaves the
+  // memory alone.
+  Storage(void* data, size_t nbytes, Device device, std::function<void(void*)> deleter);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -29,7 +34,8 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
-  Allocator* allocator_ = nullptr;
+  Allocator* allocator_ = nullptr;          // null for memory the caller owns
+  std::function<void(void*)> deleter_;      // that memory's deleter, if any
   uint64_t version_ = 0;
 };
 

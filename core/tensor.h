@@ -157,6 +157,42 @@ class Tensor {
   Tensor squeeze(int64_t dim) const;
   Tensor unsqueeze(int64_t dim) const;
 
+  // ---- more views and joins ----
+  // Views (share storage): narrow, unflatten, view_as, expand_as, movedim, swapaxes/swapdims,
+  // mT, the pieces of chunk, split and unbind, and flatten and reshape_as where reshape
+  // gives a view. Copies: repeat, flip, tril, triu. All differentiable. cat and stack are
+  // free functions (ops/ops.h), as in LibTorch.
+  Tensor narrow(int64_t dim, int64_t start, int64_t length) const;  // slice(dim, start, start + length)
+  Tensor flatten(int64_t start_dim, int64_t end_dim = -1) const;    // merges dims start_dim..end_dim
+  Tensor unflatten(int64_t dim, const Shape& sizes) const;          // splits dim into sizes (one may be -1)
+  Tensor view_as(const Tensor& other) const;
+  Tensor reshape_as(const Tensor& other) const;
+  Tensor expand_as(const Tensor& other) const;
+  Tensor movedim(int64_t source, int64_t destination) const;
+  Tensor movedim(const Shape& source, const Shape& destination) const;
+  Tensor swapaxes(int64_t dim0, int64_t dim1) const;  // transpose(dim0, dim1)
+  Tensor swapdims(int64_t dim0, int64_t dim1) const;  // transpose(dim0, dim1)
+  // PyTorch's x.mT property (the last two dims transposed): a member function here, since
+  // C++ has no properties.
+  Tensor mT() const;
+  // `chunks` views of (nearly) equal size along dim; the last may be smaller, and there may
+  // be fewer than `chunks` of them, as in PyTorch.
+  tensor_list chunk(int64_t chunks, int64_t dim = 0) const;
+  // split(2): views of 2 along dim, the last one smaller when 2 does not divide the size.
+  // split({2, 3}): views of those sizes, which must add up to the size (split_with_sizes).
+  // The integer form is a template, so that a braced list, even of one size, is the list form.
+  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  tensor_list split(Int split_size, int64_t dim = 0) const {
+    return split_by_size(static_cast<int64_t>(split_size), dim);
+  }
+  tensor_list split(const Shape& split_sizes, int64_t dim = 0) const { return split_with_sizes(split_sizes, dim); }
+  tensor_list split_with_sizes(const Shape& split_sizes, int64_t dim = 0) const;
+  tensor_list unbind(int64_t dim = 0) const;  // the selects along dim, each a view
+  Tensor repeat(const Shape& repeats) const;  // tiles: one count per dim (leading dims may be added)
+  Tensor flip(const Shape& dims) const;       // a copy with the order along each of dims reversed
+  Tensor tril(int64_t diagonal = 0) const;    // zeros above the diagonal of the last two dims
+  Tensor triu(int64_t diagonal = 0) const;    // zeros below it
+
   // ---- the public ops as members, LibTorch's spellings (x.exp(), x.sum(1, true)) ----
   // Each calls the function of the same name in ops/ops.h and is defined next to it. Scalar
   // arguments are doubles, as in those functions.
@@ -284,6 +320,7 @@ class Tensor {
   Tensor& copy_(const Tensor& src);  // broadcasts src to this tensor's shape
 
  private:
+  tensor_list split_by_size(int64_t split_size, int64_t dim) const;  // split(Int)'s body
   std::shared_ptr<TensorImpl> impl_;
 };
 
@@ -446,6 +483,32 @@ Tensor from_vector(const std::vector<T>& values, const Shape& sizes, TensorOptio
 // default dtype, as for a Python list of floats in PyTorch) unless options name a dtype.
 Tensor tensor(std::initializer_list<float> values, TensorOptions options = {});
 Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
+
+// ---- more creation ----
+// `steps` values from start to end, both included, evenly spaced (float32 unless options
+// say otherwise; an integer dtype truncates). steps must be >= 0.
+Tensor linspace(double start, double end, int64_t steps, TensorOptions options = {});
+// The n x n (or n x m) identity: ones on the main diagonal (float32 unless options say).
+Tensor eye(int64_t n, TensorOptions options = {});
+Tensor eye(int64_t n, int64_t m, TensorOptions options = {});
+// Integers uniform in [low, high), int64 unless options name another dtype, from the
+// default generator like rand (one stream), the same values on either device
+// (ops/random.cpp). low < high, both within +-2^53 (whole numbers a double holds exactly).
+Tensor randint(int64_t low, int64_t high, const Shape& sizes, TensorOptions options = TensorOptions(kInt64));
+Tensor randint(int64_t high, const Shape& sizes, TensorOptions options = TensorOptions(kInt64));
+// rand and randn of t's sizes, dtype and device.
+Tensor rand_like(const Tensor& t);
+Tensor randn_like(const Tensor& t);
+// A tensor over memory the caller owns (a CPU pointer, or a device pointer with a CUDA
+// device in options): no copy, writes through the tensor reach the buffer. Strides default
+// to contiguous ones and must not be negative. The deleter (if any) is called once with
+// `data` when the last tensor viewing the memory (views included) is destroyed; without
+// one the memory must outlive every such tensor.
+Tensor from_blob(void* data, const Shape& sizes, TensorOptions options = {});
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, TensorOptions options = {});
+Tensor from_blob(void* data, const Shape& sizes, std::function<void(void*)> deleter, TensorOptions options = {});
+Tensor from_blob(void* data, const Shape& sizes, const Shape& strides, std::function<void(void*)> deleter,
+                 TensorOptions options = {});
 
 // ---- raw views and copies, no autograd (core/tensor.cpp); ops build on these ----
 // An alias of `t` with other sizes/strides/offset: same storage (so same version counter).

@@ -5,6 +5,7 @@
 // is a clear error, not a silent promotion); a double scalar takes the tensor's dtype.
 #include <limits>
 #include <tuple>
+#include <type_traits>
 
 #include <minigrad/core/tensor.h>
 
@@ -138,6 +139,36 @@ enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with er
 Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
 // log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's softplus).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
+
+// ---- views and joins (ops/views.cpp, ops/joins.cpp) ----
+// The free forms of the members of the same names (core/tensor.h), and cat and stack.
+// cat: the tensors joined along an existing dim; all of one dtype and device, and of one
+// shape but for dim. A 1-D tensor of size 0 is skipped whatever the others' shapes, as
+// PyTorch still does for legacy code that starts a loop of cats from an empty tensor.
+Tensor cat(const tensor_list& tensors, int64_t dim = 0);
+// stack: tensors of one shape joined along a new dim (dim may be tensors[0].dim()).
+Tensor stack(const tensor_list& tensors, int64_t dim = 0);
+Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
+tensor_list chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
+template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+tensor_list split(const Tensor& x, Int split_size, int64_t dim = 0) {
+  return x.split(split_size, dim);
+}
+inline tensor_list split(const Tensor& x, const Shape& split_sizes, int64_t dim = 0) {
+  return x.split_with_sizes(split_sizes, dim);
+}
+inline tensor_list split_with_sizes(const Tensor& x, const Shape& split_sizes, int64_t dim = 0) {
+  return x.split_with_sizes(split_sizes, dim);
+}
+tensor_list unbind(const Tensor& x, int64_t dim = 0);
+Tensor flip(const Tensor& x, const Shape& dims);
+Tensor tril(const Tensor& x, int64_t diagonal = 0);
+Tensor triu(const Tensor& x, int64_t diagonal = 0);
+Tensor movedim(const Tensor& x, int64_t source, int64_t destination);
+Tensor movedim(const Tensor& x, const Shape& source, const Shape& destination);
+Tensor swapaxes(const Tensor& x, int64_t dim0, int64_t dim1);
+Tensor swapdims(const Tensor& x, int64_t dim0, int64_t dim1);
 
 // ---- copies (ops/copy.cpp) ----
 Tensor to_dtype(const Tensor& x, DType dtype);

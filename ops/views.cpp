@@ -412,4 +412,135 @@ Tensor Tensor::unsqueeze(int64_t dim) const {
   return Unsqueeze::apply(*this, new_sizes, new_strides);
 }
 
+// ---- more views ----
+// Each is one of the views above with new geometry: slice, view, expand, permute, transpose.
+
+Tensor Tensor::narrow(int64_t dim, int64_t start, int64_t length) const {
+  check_defined("narrow", "self", *this);
+  MG_CHECK(this->dim() > 0, "narrow: cannot be applied to a 0-d tensor 'self': it has no dimension to narrow");
+  const int64_t d = wrap_dim(dim, this->dim(), "narrow");
+  const int64_t size = this->size(d);
+  MG_CHECK(start >= -size && start <= size, "narrow: start {} is out of range for dimension {} with size {}", start,
+           d, size);
+  if (start < 0) start += size;
+  MG_CHECK(length >= 0, "narrow: length must be non-negative, got {}", length);
+  MG_CHECK(length <= size - start, "narrow: start ({}) + length ({}) exceeds the size {} of dimension {}", start,
+           length, size, d);
+  return Slice::apply(*this, d, start, start + length, int64_t{1});
+}
+
+// A 0-d tensor flattens to one element of 1-D, as in PyTorch; start_dim == end_dim gives
+// the tensor itself.
+Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
+  check_defined("flatten", "self", *this);
+  if (dim() == 0) return reshape({1});
+  const int64_t start = wrap_dim(start_dim, dim(), "flatten");
+  const int64_t end = wrap_dim(end_dim, dim(), "flatten");
+  MG_CHECK(start <= end, "flatten: start_dim ({}) cannot come after end_dim ({}) for a tensor of {} dimensions",
+           start, end, dim());
+  if (start == end) return *this;
+  Shape new_sizes(sizes().begin(), sizes().begin() + start);
+  int64_t merged = 1;
+  for (int64_t d = start; d <= end; ++d) merged *= size(d);
+  new_sizes.push_back(merged);
+  new_sizes.insert(new_sizes.end(), sizes().begin() + end + 1, sizes().end());
+  return reshape(new_sizes);
+}
+
+// Splitting one dim into several is always a view: the new dims step through the old one.
+Tensor Tensor::unflatten(int64_t dim, const Shape& sizes) const {
+  check_defined("unflatten", "self", *this);
+  MG_CHECK(this->dim() > 0, "unflatten: cannot be applied to a 0-d tensor 'self': it has no dimension to split");
+  const int64_t d = wrap_dim(dim, this->dim(), "unflatten");
+  MG_CHECK(!sizes.empty(), "unflatten: the argument 'sizes' must be non-empty");
+  const Shape inner = infer_size("unflatten", sizes, size(d));
+  Shape new_sizes(this->sizes().begin(), this->sizes().begin() + d);
+  new_sizes.insert(new_sizes.end(), inner.begin(), inner.end());
+  new_sizes.insert(new_sizes.end(), this->sizes().begin() + d + 1, this->sizes().end());
+  return view(new_sizes);
+}
+
+Tensor Tensor::view_as(const Tensor& other) const {
+  check_defined("view_as", "other", other);
+  return view(other.sizes());
+}
+
+Tensor Tensor::reshape_as(const Tensor& other) const {
+  check_defined("reshape_as", "other", other);
+  return reshape(other.sizes());
+}
+
+Tensor Tensor::expand_as(const Tensor& other) const {
+  check_defined("expand_as", "other", other);
+  return expand(other.sizes());
+}
+
+Tensor Tensor::movedim(int64_t source, int64_t destination) const {
+  return movedim(Shape{source}, Shape{destination});
+}
+
+// Dim source[i] goes to position destination[i]; the other dims keep their order in the
+// positions left over.
+Tensor Tensor::movedim(const Shape& source, const Shape& destination) const {
+  check_defined("movedim", "self", *this);
+  MG_CHECK(source.size() == destination.size(),
+           "movedim: 'source' {} and 'destination' {} must have the same number of dims", shape_str(source),
+           shape_str(destination));
+  if (dim() == 0) {  // dims 0 and -1 name a 0-d tensor's only "dim": nothing moves
+    for (size_t i = 0; i < source.size(); ++i) {
+      wrap_dim(source[i], 0, "movedim");
+      wrap_dim(destination[i], 0, "movedim");
+    }
+    return permute({});
+  }
+  const size_t ndim = static_cast<size_t>(dim());
+  Shape order(ndim, -1);                // order[position] = the input dim placed there
+  std::vector<bool> moved(ndim, false);  // input dims named in source
+  for (size_t i = 0; i < source.size(); ++i) {
+    const int64_t src = wrap_dim(source[i], dim(), "movedim");
+    const int64_t dst = wrap_dim(destination[i], dim(), "movedim");
+    MG_CHECK(!moved[static_cast<size_t>(src)], "movedim: repeated dim {} in 'source' {}", src, shape_str(source));
+    MG_CHECK(order[static_cast<size_t>(dst)] < 0, "movedim: repeated dim {} in 'destination' {}", dst,
+             shape_str(destination));
+    moved[static_cast<size_t>(src)] = true;
+    order[static_cast<size_t>(dst)] = src;
+  }
+  size_t next = 0;  // the next input dim not named in source
+  for (size_t position = 0; position < ndim; ++position) {
+    if (order[position] >= 0) continue;
+    while (moved[next]) ++next;
+    order[position] = static_cast<int64_t>(next++);
+  }
+  return permute(order);
+}
+
+Tensor Tensor::swapaxes(int64_t dim0, int64_t dim1) const {
+  check_defined("swapaxes", "self", *this);
+  return transpose(wrap_dim(dim0, dim(), "swapaxes"), wrap_dim(dim1, dim(), "swapaxes"));
+}
+
+Tensor Tensor::swapdims(int64_t dim0, int64_t dim1) const {
+  check_defined("swapdims", "self", *this);
+  return transpose(wrap_dim(dim0, dim(), "swapdims"), wrap_dim(dim1, dim(), "swapdims"));
+}
+
+Tensor Tensor::mT() const {
+  check_defined("mT", "self", *this);
+  MG_CHECK(dim() >= 2, "mT: expects 'self' to have at least 2 dimensions, got {}-D", dim());
+  return transpose(-2, -1);
+}
+
+// The free forms (ops/ops.h).
+Tensor flatten(const Tensor& x, int64_t start_dim, int64_t end_dim) {
+  check_defined("flatten", "self", x);
+  return x.flatten(start_dim, end_dim);
+}
+Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length) { return x.narrow(dim, start, length); }
+Tensor movedim(const Tensor& x, int64_t source, int64_t destination) { return x.movedim(source, destination); }
+Tensor movedim(const Tensor& x, const Shape& source, const Shape& destination) {
+  return x.movedim(source, destination);
+}
+Tensor swapaxes(const Tensor& x, int64_t dim0, int64_t dim1) { return x.swapaxes(dim0, dim1); }
+Tensor swapdims(const Tensor& x, int64_t dim0, int64_t dim1) { return x.swapdims(dim0, dim1); }
+
 }  // namespace minigrad

@@ -455,6 +455,40 @@ inline const std::vector<OpInfo>& op_table() {
              [](T x) { return x[0].unsqueeze(0); })
           .empty_shape({1, 0, 2}),
 
+      // ---- more views (ops/views.cpp) and joins (ops/joins.cpp) ----
+      OpInfo("narrow", [](S s) { return tensor_list{s.normal({3, 4, 2})}; }, [](T x) { return x[0].narrow(1, 1, 2); }),
+      OpInfo("flatten over dims", [](S s) { return tensor_list{s.normal({2, 3, 2})}; },
+             [](T x) { return flatten(x[0], 1); }),
+      OpInfo("unflatten", [](S s) { return tensor_list{s.normal({2, 6})}; },
+             [](T x) { return x[0].unflatten(1, {3, -1}); }),
+      OpInfo("movedim", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return movedim(x[0], {0, 2}, {2, 0}); })
+          .empty_shape({4, 3, 0}),
+      OpInfo("swapaxes", [](S s) { return tensor_list{s.normal({2, 3, 4})}; }, [](T x) { return swapaxes(x[0], 0, 1); })
+          .empty_shape({3, 0, 4}),
+      OpInfo("mT", [](S s) { return tensor_list{s.normal({2, 3, 4})}; }, [](T x) { return x[0].mT(); }),
+      OpInfo("chunk", [](S s) { return tensor_list{s.normal({3, 5})}; }, [](T x) { return chunk(x[0], 2, 1)[1]; }),
+      OpInfo("split with sizes, rejoined in another order", [](S s) { return tensor_list{s.normal({3, 5})}; },
+             [](T x) {
+               const tensor_list parts = split(x[0], {2, 0, 3}, 1);
+               return cat({parts[2], parts[0]}, 1);
+             }),
+      OpInfo("unbind and stack", [](S s) { return tensor_list{s.normal({2, 3, 4})}; },
+             [](T x) { return stack(unbind(x[0], 2), 0); })
+          .empty_shape({4, 0, 3}),
+      OpInfo("cat", [](S s) { return tensor_list{s.normal({2, 3}), s.normal({2, 1}), s.normal({2, 2})}; },
+             [](T x) { return cat({x[0], x[1], x[2]}, 1); }),
+      OpInfo("cat along dim 0", [](S s) { return tensor_list{s.normal({2, 3}), s.normal({1, 3})}; },
+             [](T x) { return cat({x[0], x[1]}, 0); })
+          .no_empty(),
+      OpInfo("stack", [](S s) { return tensor_list{s.normal({2, 3}), s.normal({2, 3})}; },
+             [](T x) { return stack({x[0], x[1]}, 2); }),
+      OpInfo("repeat", [](S s) { return tensor_list{s.normal({2, 3})}; }, [](T x) { return x[0].repeat({2, 1, 2}); })
+          .empty_shape({2, 0, 6}),
+      OpInfo("flip", [](S s) { return tensor_list{s.normal({2, 3, 4})}; }, [](T x) { return flip(x[0], {0, 2}); }),
+      OpInfo("tril", [](S s) { return tensor_list{s.normal({3, 4})}; }, [](T x) { return tril(x[0], -1); }),
+      OpInfo("triu, batched", [](S s) { return tensor_list{s.normal({2, 3, 4})}; }, [](T x) { return triu(x[0], 1); }),
+
       // ---- copies (ops/copy.cpp, ops/views.cpp) ----
       OpInfo("to_dtype(float64)", [](S s) { return tensor_list{s.normal({2, 3})}; },
              [](T x) { return to_dtype(x[0], kFloat64); }),

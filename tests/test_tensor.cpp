@@ -210,3 +210,170 @@ TEST_CASE("device checks: no backend is a clear error; a mismatch names the op a
   register_allocator(DeviceType::CUDA, nullptr);
   register_device_copy(DeviceType::CUDA, nullptr);
 }
+
+// ---- more creation: linspace, eye, randint, rand_like, randn_like, from_blob ----
+
+TEST_CASE("linspace: steps values from start to end, both ends exact") {
+  for (int64_t steps : {0, 1, 2, 5, 7, 100}) {
+    CAPTURE(steps);
+    const double start = -1.25, end = 3.5;
+    const std::vector<double> v = linspace(start, end, steps, kFloat64).to_vector<double>();
+    REQUIRE(static_cast<int64_t>(v.size()) == steps);
+    for (int64_t i = 0; i < steps; ++i) {
+      const double expected = steps == 1 ? start : start + (end - start) * static_cast<double>(i) / (steps - 1);
+      CHECK(v[static_cast<size_t>(i)] == doctest::Approx(expected).epsilon(1e-15));
+    }
+    if (steps >= 1) CHECK(v.front() == start);
+    if (steps >= 2) CHECK(v.back() == end);
+  }
+  const Tensor f = linspace(0.0, 1.0, 5);
+  CHECK(f.dtype() == kFloat32);
+  CHECK(f.to_vector<float>() == std::vector<float>{0.0f, 0.25f, 0.5f, 0.75f, 1.0f});
+  CHECK(linspace(2.0, -2.0, 3, kFloat64).to_vector<double>() == std::vector<double>{2.0, 0.0, -2.0});
+  CHECK(linspace(0.0, 10.0, 4, kInt64).to_vector<int64_t>() == std::vector<int64_t>{0, 3, 6, 10});  // truncated
+  CHECK(linspace(0.0, 1.0, 3, TensorOptions(kFloat64).requires_grad()).requires_grad());
+  CHECK_THROWS_CONTAINING(linspace(0.0, 1.0, -1), "linspace: number of steps must be non-negative, got -1");
+  CHECK_THROWS_CONTAINING(linspace(0.0, INFINITY, 3), "linspace: start and end must be finite");
+}
+
+TEST_CASE("eye: ones on the main diagonal, square or not") {
+  for (auto [n, m] : std::vector<std::pair<int64_t, int64_t>>{{3, 3}, {2, 4}, {4, 2}, {0, 3}, {3, 0}, {1, 1}}) {
+    CAPTURE(n);
+    CAPTURE(m);
+    const Tensor e = eye(n, m, kFloat64);
+    CHECK(e.sizes() == Shape{n, m});
+    const std::vector<double> v = e.to_vector<double>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < m; ++j) CHECK(v[static_cast<size_t>(i * m + j)] == (i == j ? 1.0 : 0.0));
+  }
+  CHECK(eye(3).dtype() == kFloat32);
+  CHECK(eye(3).sizes() == Shape{3, 3});
+  CHECK(eye(2, kInt64).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0, 1});
+  CHECK(eye(2, 3, kBool).to_vector<bool>() == std::vector<bool>{true, false, false, false, true, false});
+  CHECK_THROWS_CONTAINING(eye(-1), "eye: n must be non-negative, got -1");
+  CHECK_THROWS_CONTAINING(eye(2, -3), "eye: m must be non-negative, got -3");
+}
+
+TEST_CASE("randint: uniform integers in [low, high), seeded like rand") {
+  manual_seed(77);
+  const Tensor r = randint(-3, 4, {20000});
+  CHECK(r.dtype() == kInt64);
+  std::vector<int64_t> counts(7, 0);
+  for (int64_t v : r.to_vector<int64_t>()) {
+    REQUIRE(v >= -3);
+    REQUIRE(v < 4);
+    ++counts[static_cast<size_t>(v + 3)];
+  }
+  for (int64_t c : counts) CHECK(std::abs(static_cast<double>(c) - 20000.0 / 7) < 200.0);  // ~7 sigma
+  // The same seed draws the same integers; the next call draws anew.
+  manual_seed(77);
+  CHECK(randint(-3, 4, {20000}).to_vector<int64_t>() == r.to_vector<int64_t>());
+  CHECK(randint(-3, 4, {20000}).to_vector<int64_t>() != r.to_vector<int64_t>());
+  // It takes one stream of the default generator, as rand does: floor(u * range) + low of
+  // the float64 uniform drawn from the same state.
+  manual_seed(78);
+  const std::vector<int64_t> drawn = randint(10, 1000, {500}).to_vector<int64_t>();
+  manual_seed(78);
+  const std::vector<double> u = rand({500}, kFloat64).to_vector<double>();
+  for (size_t i = 0; i < u.size(); ++i) CHECK(drawn[i] == 10 + static_cast<int64_t>(std::floor(u[i] * 990.0)));
+  // The one-bound form, other dtypes, the ends of the allowed range.
+  for (int64_t v : randint(3, {1000}).to_vector<int64_t>()) CHECK((v >= 0 && v < 3));
+  const Tensor f = randint(0, 5, {100}, kFloat32);
+  CHECK(f.dtype() == kFloat32);
+  for (float v : f.to_vector<float>()) CHECK((v == std::floor(v) && v >= 0.0f && v < 5.0f));
+  const int64_t big = int64_t(1) << 53;
+  for (int64_t v : randint(-big, 0, {1000}).to_vector<int64_t>()) CHECK((v >= -big && v < 0));
+  CHECK(randint(5, 6, {10}).to_vector<int64_t>() == std::vector<int64_t>(10, 5));
+  CHECK(randint(0, 2, {0, 3}).sizes() == Shape{0, 3});
+  CHECK_THROWS_CONTAINING(randint(4, 4, {2}), "randint: expects low < high, got low = 4 and high = 4");
+  CHECK_THROWS_CONTAINING(randint(0, {2}), "randint: expects low < high, got low = 0 and high = 0");
+  CHECK_THROWS_CONTAINING(randint(0, big + 1, {2}), "randint: low = 0 and high = 9007199254740993 must lie within");
+  CHECK_THROWS_CONTAINING(randint(0, 2, {2}, kBool), "randint: needs an int64 or floating-point dtype, got bool");
+  CHECK_THROWS_CONTAINING(randint(0, 2, {-2}), "randint: negative size");
+}
+
+TEST_CASE("rand_like and randn_like take the argument's sizes, dtype and device") {
+  const Tensor x = zeros({3, 4}, kFloat64).t();
+  manual_seed(79);
+  const Tensor u = rand_like(x);
+  const Tensor n = randn_like(x);
+  CHECK(u.sizes() == Shape{4, 3});
+  CHECK(u.dtype() == kFloat64);
+  CHECK(u.is_contiguous());
+  CHECK(n.sizes() == Shape{4, 3});
+  manual_seed(79);
+  CHECK(rand({4, 3}, kFloat64).to_vector<double>() == u.to_vector<double>());
+  CHECK(randn({4, 3}, kFloat64).to_vector<double>() == n.to_vector<double>());
+  CHECK(rand_like(zeros({2}, kFloat16)).dtype() == kFloat16);
+  CHECK(!rand_like(zeros({2}).requires_grad_()).requires_grad());
+  CHECK_THROWS_CONTAINING(rand_like(arange(3)), "rand_like: needs a floating-point dtype, got int64");
+  CHECK_THROWS_CONTAINING(randn_like(Tensor()), "randn_like: argument 'self' is an undefined tensor");
+}
+
+TEST_CASE("from_blob views the caller's memory; the deleter runs once, after the last view") {
+  std::vector<double> buffer = {1, 2, 3, 4, 5, 6};
+  {
+    Tensor t = from_blob(buffer.data(), {2, 3}, kFloat64);
+    CHECK(t.raw_data() == buffer.data());
+    CHECK(t.to_vector<double>() == buffer);
+    t.mul_(2.0);  // a write through the tensor reaches the buffer
+    CHECK(buffer == std::vector<double>{2, 4, 6, 8, 10, 12});
+    buffer[4] = -1.0;  // and a write to the buffer is seen by the tensor
+    CHECK(t.select(1, 1).to_vector<double>() == std::vector<double>{4, -1});
+  }
+  CHECK(buffer[0] == 2.0);  // no deleter: the memory is left alone
+
+  // Strides: a [2, 3] view of a 12-element buffer, column-major with a gap of one.
+  std::vector<float> wide(12);
+  for (size_t i = 0; i < wide.size(); ++i) wide[i] = 0.5f + static_cast<float>(i);
+  const Tensor strided = from_blob(wide.data(), {2, 3}, {1, 4}, kFloat32);
+  CHECK(strided.strides() == Shape{1, 4});
+  CHECK(strided.to_vector<float>() == std::vector<float>{wide[0], wide[4], wide[8], wide[1], wide[5], wide[9]});
+
+  // The deleter: called exactly once, with the pointer, when the last tensor over the
+  // memory (a view outliving the original) is destroyed.
+  int calls = 0;
+  void* deleted = nullptr;
+  auto* owned = new int64_t[6]{1, 2, 3, 4, 5, 6};
+  {
+    Tensor view;
+    {
+      const Tensor t = from_blob(
+          owned, {6},
+          [&](void* p) {
+            ++calls;
+            deleted = p;
+            delete[] static_cast<int64_t*>(p);
+          },
+          kInt64);
+      view = t.slice(0, 2, 5);
+      const Tensor copy = t;
+    }
+    CHECK(calls == 0);  // the view still reads the memory
+    CHECK(view.to_vector<int64_t>() == std::vector<int64_t>{3, 4, 5});
+  }
+  CHECK(calls == 1);
+  CHECK(deleted == owned);
+
+  // requires_grad, and the errors (which never call the deleter).
+  std::vector<double> leaf_memory = {0.5, 1.5};
+  const Tensor leaf = from_blob(leaf_memory.data(), {2}, TensorOptions(kFloat64).requires_grad());
+  CHECK(leaf.requires_grad());
+  (leaf * leaf).sum().backward();
+  CHECK(leaf.grad().to_vector<double>() == std::vector<double>{1.0, 3.0});
+  int error_calls = 0;
+  auto count = [&](void*) { ++error_calls; };
+  CHECK_THROWS_CONTAINING(from_blob(buffer.data(), {2, 3}, {3}, count, kFloat64),
+                          "from_blob: 1 strides [3] for 2 sizes [2, 3]");
+  CHECK_THROWS_CONTAINING(from_blob(buffer.data(), {2, 3}, {-3, 1}, count, kFloat64),
+                          "from_blob: negative stride -3 at dimension 0");
+  CHECK_THROWS_CONTAINING(from_blob(nullptr, {2}, count),
+                          "from_blob: argument 'data' is a null pointer for 2 elements");
+  CHECK_THROWS_CONTAINING(from_blob(buffer.data(), {2, -1}), "from_blob: negative size");
+  CHECK(error_calls == 0);
+  CHECK(from_blob(nullptr, {0, 4}).numel() == 0);
+#if !MINIGRAD_WITH_CUDA
+  CHECK_THROWS_CONTAINING(from_blob(buffer.data(), {2}, TensorOptions(kFloat64).device(Device::cuda(0))),
+                          "from_blob: a tensor on cuda:0 needs the CUDA backend");
+#endif
+}
