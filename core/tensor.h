@@ -218,7 +218,9 @@ class Tensor {
   Tensor max(int64_t dim, bool keepdim = false) const;
   Tensor argmax(int64_t dim, bool keepdim = false) const;  // int64, no gradient
 
-  // ---- indexing (ops/indexing.cpp; index tensors are int64) ----
+  // ---- indexing ----
+  // ops/indexing.cpp; index tensors are int64. topk's values are differentiable, its indices
+  // and multinomial's draws are not.
   Tensor index_select(int64_t dim, const Tensor& index) const;
   Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0) const;
   Tensor gather(int64_t dim, const Tensor& index) const;

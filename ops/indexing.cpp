@@ -1,7 +1,8 @@
 // Indexing: gather and the scatters, index_select and index_add (a gather and a scatter_add
 // with the index expanded along the other dims), embedding, one_hot, topk and multinomial.
 //
-// Two kernels carry the differentiable ops, each a Function whose backward is the other:
+// Three Functions on two kernels (a gather, a scatter) carry the differentiable ops, each
+// backward built from the others:
 //   Gather      out[p] = x[p with coordinate index[p] along dim]   backward: ScatterAdd into zeros
 //   ScatterAdd  out = x, out[... index[p] ...] += src[p]            backward: grad, and Gather of grad
 //   Scatter     out = x, out[... index[p] ...]  = src[p]            backward: Scatter of 0s, Gather of grad
@@ -191,7 +192,9 @@ tensor_list Gather::backward(Context& ctx, tensor_list grads) {
 }
 
 // src has index's shape here (the public function slices it): the gradient of the part of
-// src that was not read is the slice's business.
+// src that was not read is the slice's business. Where positions repeat, src's gradient is
+// PyTorch's (the gradient gathered at every position, overwritten ones included): the
+// derivative only when the positions are unique.
 struct Scatter : Function<Scatter> {
   struct State {
     int64_t dim = 0;

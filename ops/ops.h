@@ -106,13 +106,13 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::
 // log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's softplus).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
-// ---- indexing (ops/indexing.cpp) ----
-// PyTorch's semantics. Index tensors are int64; an index outside [0, size) is an error
-// naming the op, the value and the size (on the GPU, checked on the host after a min/max
-// pass over the index: one synchronization). The scatters are out of place and, on both
-// devices, deterministic: where positions repeat, scatter keeps the last in row-major
-// order and scatter_add adds in that order (kernels/indexing.h), with the same bits on the
-// CPU and the GPU.
+// ---- indexing ----
+// ops/indexing.cpp, PyTorch's semantics. Index tensors are int64; an index outside
+// [0, size) is an error naming the op, the value and the size (on the GPU, checked on the
+// host after a min/max pass over the index: one synchronization). The scatters are out of
+// place and deterministic on both devices: where positions repeat, scatter keeps the last
+// in row-major order and scatter_add adds in that order (kernels/indexing.h), with the
+// same bits on the CPU and the GPU.
 //
 // x with `dim` indexed by a 1-D (or 0-d) index: out.size(dim) == index.numel().
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
@@ -136,7 +136,8 @@ std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bo
                                 bool sorted = true);
 // Categories drawn from each row of probs (1-D or 2-D, weights that need not sum to 1), int64
 // [num_samples] or [rows, num_samples], from `generator` (the default one when null). The
-// same generator state draws the same categories on either device.
+// same generator state draws the same categories on either device (without replacement,
+// unless two of a row's keys lie within an ulp: kernels/indexing.h's race_key).
 Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
                    Generator* generator = nullptr);
 

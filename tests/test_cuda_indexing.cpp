@@ -3,6 +3,7 @@
 // both devices add in the index's order, in the same accumulator), one_hot, topk (the same
 // positions: one total order), multinomial (the same draws for the same generator state);
 // gradcheck and gradgradcheck in float64 on the GPU; the errors, raised on the host.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -81,8 +82,8 @@ TEST_CASE("index_select, index_add and embedding on the GPU give the CPU's bits"
     CAPTURE(dtype);
     const Tensor x = mul(randn({5, 6, 7}, kFloat64), 4.0).to(dtype);
     CHECK(same_bits(index_select(x.to(kGpu), 1, index.to(kGpu)), index_select(x, 1, index)));
-    CHECK(same_bits(index_select(x.transpose(0, 2).to(kGpu), 2, index.slice(0, 0, 40, 3).to(kGpu)),
-                    index_select(x.transpose(0, 2), 2, index.slice(0, 0, 40, 3))));
+    CHECK(same_bits(index_select(x.to(kGpu).transpose(0, 2), 1, index.slice(0, 0, 40, 3).to(kGpu)),
+                    index_select(x.transpose(0, 2), 1, index.slice(0, 0, 40, 3))));
     if (dtype == kBool) continue;
     const Tensor source = mul(randn({5, 40, 7}, kFloat64), 4.0).to(dtype);
     CHECK(same_bits(index_add(x.to(kGpu), 1, index.to(kGpu), source.to(kGpu)), index_add(x, 1, index, source)));
@@ -174,7 +175,7 @@ TEST_CASE("topk on the GPU picks the CPU's positions: ties, NaN, long rows, ever
       for (bool largest : {true, false}) {
         const Tensor xd = x.to(dtype);
         const int64_t n = x.size(1);
-        for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{7}, n}) {
+        for (int64_t k : {int64_t{0}, int64_t{1}, std::min<int64_t>(7, n), n}) {
           CAPTURE(dtype);
           CAPTURE(largest);
           CAPTURE(n);
