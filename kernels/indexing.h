@@ -19,14 +19,16 @@ namespace minigrad {
 namespace indexing {
 
 // ---- scatter_add ----
-// What the sum into one element runs in: double for float32 and float64 (as the reductions
-// add float32), float for float16 and bfloat16, uint64 for int64 (wrapping around on
-// overflow, defined for unsigned integers, as PyTorch's int64 sums wrap). The sum starts
-// from the element of `self` and adds the sources in the order of their positions in the
-// index (row-major), then rounds once: both devices add the same terms in the same order.
+// What the sum into one element runs in: the element type for float32 and float64 (as
+// PyTorch's scatter_add; a double accumulator for float32 would need a buffer twice the
+// output's size on the CPU, an embedding table's gradient), float for float16 and bfloat16
+// (rounded once at the end), uint64 for int64 (wrapping around on overflow, defined for
+// unsigned integers, as PyTorch's int64 sums wrap). The sum starts from the element of
+// `self` and adds the sources in the order of their positions in the index (row-major):
+// both devices add the same terms in the same order and round the same way.
 template <typename T>
 struct ScatterAccumulator {
-  using type = double;
+  using type = T;
 };
 template <>
 struct ScatterAccumulator<Half> {

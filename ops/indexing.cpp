@@ -110,8 +110,9 @@ Tensor gather_kernel(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 // out (x's shape, contiguous) = x with src written or added at the index's positions, in
-// the index's row-major order. The adds run in an accumulator per element of out, started
-// from x and rounded once at the end: the order and the rounding of the CUDA kernel.
+// the index's row-major order: the order of the CUDA kernel. float32, float64 and int64 add
+// in place (int64 through uint64, which wraps); float16 and bfloat16 in a float per element
+// of out, started from x and rounded once at the end, as the CUDA kernel does.
 Tensor scatter_kernel(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src, bool accumulate) {
   Tensor out = empty(x.sizes(), options_of(x));
   if (x.device().is_cuda()) {
@@ -138,12 +139,21 @@ Tensor scatter_kernel(const Tensor& x, int64_t dim, const Tensor& index, const T
       MG_CHECK(false, "scatter_add: no kernel for bool");
     } else {
       using acc_t = typename indexing::ScatterAccumulator<T>::type;
-      std::vector<acc_t> acc(static_cast<size_t>(out.numel()));
-      for (size_t i = 0; i < acc.size(); ++i) acc[i] = static_cast<acc_t>(static_cast<compute_t<T>>(po[i]));
-      for_each_offset<3>(index.sizes(), strides, [&](const std::array<int64_t, 3>& o) {
-        acc[static_cast<size_t>(o[2] + pi[o[0]] * step)] += static_cast<acc_t>(static_cast<compute_t<T>>(ps[o[1]]));
-      });
-      for (size_t i = 0; i < acc.size(); ++i) po[i] = static_cast<T>(static_cast<compute_t<T>>(acc[i]));
+      auto to_acc = [](T v) { return static_cast<acc_t>(static_cast<compute_t<T>>(v)); };
+      auto from_acc = [](acc_t v) { return static_cast<T>(static_cast<compute_t<T>>(v)); };
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        std::vector<acc_t> acc(static_cast<size_t>(out.numel()));
+        for (size_t i = 0; i < acc.size(); ++i) acc[i] = to_acc(po[i]);
+        for_each_offset<3>(index.sizes(), strides, [&](const std::array<int64_t, 3>& o) {
+          acc[static_cast<size_t>(o[2] + pi[o[0]] * step)] += to_acc(ps[o[1]]);
+        });
+        for (size_t i = 0; i < acc.size(); ++i) po[i] = from_acc(acc[i]);
+      } else {  // rounding each step in T is what the accumulator in T does
+        for_each_offset<3>(index.sizes(), strides, [&](const std::array<int64_t, 3>& o) {
+          T& slot = po[o[2] + pi[o[0]] * step];
+          slot = from_acc(to_acc(slot) + to_acc(ps[o[1]]));
+        });
+      }
     }
   });
   return out;
