@@ -59,6 +59,7 @@ inline TensorOptions requires_grad(bool r = true) { return TensorOptions().requi
 
 // Defined with gelu in ops/ops.h (None: exact; Tanh: the tanh approximation).
 enum class GeluApproximation;
+class Generator;  // core/generator.h
 
 class Tensor {
  public:
@@ -300,6 +301,18 @@ class Tensor {
   Tensor any(int64_t dim, bool keepdim = false) const;
   Tensor all() const;
   Tensor all(int64_t dim, bool keepdim = false) const;
+
+  // ---- indexing ----
+  // ops/indexing.cpp; index tensors are int64. topk's values are differentiable, its indices
+  // and multinomial's draws are not.
+  Tensor index_select(int64_t dim, const Tensor& index) const;
+  Tensor index_add(int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0) const;
+  Tensor gather(int64_t dim, const Tensor& index) const;
+  Tensor scatter(int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(int64_t dim, const Tensor& index, double value) const;
+  Tensor scatter_add(int64_t dim, const Tensor& index, const Tensor& src) const;
+  std::tuple<Tensor, Tensor> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  Tensor multinomial(int64_t num_samples, bool replacement = false, Generator* generator = nullptr) const;
 
   // ---- in-place (bump the version counter; refused by autograd while recording) ----
   Tensor& add_(const Tensor& other, double alpha = 1.0);

@@ -21,6 +21,7 @@
 #include <minigrad/core/error.h>
 #include <minigrad/cuda/copy.h>
 #include <minigrad/cuda/elementwise_stub.h>
+#include <minigrad/cuda/indexing.h>
 #include <minigrad/cuda/matmul.h>
 #include <minigrad/cuda/random.h>
 #include <minigrad/cuda/reduce.h>
@@ -59,6 +60,18 @@ bool matmul_allow_tf32() { raise_no_cuda_backend("matmul_allow_tf32"); }
 
 void fill_uniform(const Tensor&, uint64_t, uint64_t) { raise_no_cuda_backend("rand"); }
 void fill_normal(const Tensor&, uint64_t, uint64_t) { raise_no_cuda_backend("randn"); }
+
+void index_min_max(const Tensor&, int64_t&, int64_t&) { raise_no_cuda_backend("index bounds check"); }
+void gather(const Tensor&, int64_t, const Tensor&, const Tensor&) { raise_no_cuda_backend("gather"); }
+void scatter(const Tensor&, int64_t, const Tensor&, const Tensor&, bool accumulate, const Tensor&) {
+  raise_no_cuda_backend(accumulate ? "scatter_add" : "scatter");
+}
+void topk_indices(const Tensor&, int64_t, bool, const Tensor&) { raise_no_cuda_backend("topk"); }
+void multinomial_scan(const Tensor&, const Tensor&, const Tensor&) { raise_no_cuda_backend("multinomial"); }
+void multinomial_with_replacement(const Tensor&, uint64_t, uint64_t, const Tensor&) {
+  raise_no_cuda_backend("multinomial");
+}
+void multinomial_race_keys(const Tensor&, uint64_t, uint64_t, const Tensor&) { raise_no_cuda_backend("multinomial"); }
 
 // The elementwise engine: the same entries as a CUDA build compiles (kernels/elementwise_list.h).
 MG_ELEMENTWISE_KERNELS(MG_STUB_ELEMENTWISE)

@@ -4,6 +4,7 @@
 // kernel together. Same-dtype rule: binary ops take two tensors of one dtype (a mismatch
 // is a clear error, not a silent promotion); a double scalar takes the tensor's dtype.
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 
@@ -169,6 +170,41 @@ Tensor movedim(const Tensor& x, int64_t source, int64_t destination);
 Tensor movedim(const Tensor& x, const Shape& source, const Shape& destination);
 Tensor swapaxes(const Tensor& x, int64_t dim0, int64_t dim1);
 Tensor swapdims(const Tensor& x, int64_t dim0, int64_t dim1);
+
+// ---- indexing ----
+// ops/indexing.cpp, PyTorch's semantics. Index tensors are int64; an index outside
+// [0, size) is an error naming the op, the value and the size (on the GPU, checked on the
+// host after a min/max pass over the index: one synchronization). The scatters are out of
+// place and deterministic on both devices: where positions repeat, scatter keeps the last
+// in row-major order and scatter_add adds in that order (kernels/indexing.h), with the
+// same bits on the CPU and the GPU.
+//
+// x with `dim` indexed by a 1-D (or 0-d) index: out.size(dim) == index.numel().
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// x + alpha * source added into the slices index names along dim (source.size(dim) == index.numel()).
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source, double alpha = 1.0);
+// out[i][j][k] = x[i][index[i][j][k]][k] for dim 1; index has x's rank, out has index's shape.
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// x with out[i][index[i][j][k]][k] = src[i][j][k] (dim 1), or the value, or += src (scatter_add).
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+Tensor scatter(const Tensor& x, int64_t dim, const Tensor& index, double value);
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src);
+// The rows of weight ([num, dim]) that indices (int64, any shape) name: indices.shape + [dim].
+// padding_idx's row (negative counts from the end) gets no gradient.
+Tensor embedding(const Tensor& weight, const Tensor& indices, std::optional<int64_t> padding_idx = std::nullopt);
+// indices.shape + [num_classes], int64; num_classes -1: the largest index + 1.
+Tensor one_hot(const Tensor& indices, int64_t num_classes = -1);
+// The k largest (or smallest) elements along dim and their positions. Ties and NaN follow
+// kernels/indexing.h's order (NaN above every number, ties by position), so the result is
+// the same on both devices. sorted=false may return them in any order; they come sorted.
+std::tuple<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim = -1, bool largest = true,
+                                bool sorted = true);
+// Categories drawn from each row of probs (1-D or 2-D, weights that need not sum to 1), int64
+// [num_samples] or [rows, num_samples], from `generator` (the default one when null). The
+// same generator state draws the same categories on either device (without replacement,
+// unless two of a row's keys lie within an ulp: kernels/indexing.h's race_key).
+Tensor multinomial(const Tensor& probs, int64_t num_samples, bool replacement = false,
+                   Generator* generator = nullptr);
 
 // ---- copies (ops/copy.cpp) ----
 Tensor to_dtype(const Tensor& x, DType dtype);

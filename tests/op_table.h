@@ -489,6 +489,30 @@ inline const std::vector<OpInfo>& op_table() {
       OpInfo("tril", [](S s) { return tensor_list{s.normal({3, 4})}; }, [](T x) { return tril(x[0], -1); }),
       OpInfo("triu, batched", [](S s) { return tensor_list{s.normal({2, 3, 4})}; }, [](T x) { return triu(x[0], 1); }),
 
+      // ---- indexing (ops/indexing.cpp) ----
+      OpInfo("gather", [](S s) { return tensor_list{s.normal({4, 5}), s.indices({0, 3, 1, 2, 0, 1, 1, 3, 2, 0, 3, 2, 0, 1, 3}, {3, 5})}; },
+             [](T x) { return gather(x[0], 0, x[1]); })
+          .no_empty(),
+      OpInfo("index_select", [](S s) { return tensor_list{s.normal({4, 5}), s.indices({1, 3, 1, 0, 1}, {5})}; },
+             [](T x) { return index_select(x[0], 1, x[1]); })
+          .empty_shape({0, 5}),
+      OpInfo("index_add", [](S s) { return tensor_list{s.normal({4, 5}), s.indices({1, 3, 1, 0}, {4}), s.normal({4, 4})}; },
+             [](T x) { return index_add(x[0], 1, x[1], x[2], 1.5); })
+          .no_empty(),
+      OpInfo("scatter_add, repeated positions",
+             [](S s) { return tensor_list{s.normal({4, 5}), s.indices({0, 3, 1, 2, 0, 1, 1, 3, 2, 0, 3, 3, 0, 1, 0}, {3, 5}), s.normal({3, 5})}; },
+             [](T x) { return scatter_add(x[0], 0, x[1], x[2]); })
+          .no_empty(),
+      OpInfo("scatter, distinct positions",
+             [](S s) { return tensor_list{s.normal({4, 5}), s.indices({0, 3, 1, 2, 0, 1, 1, 3, 0, 3, 3, 2, 0, 1, 1}, {3, 5}), s.normal({3, 5})}; },
+             [](T x) { return scatter(x[0], 0, x[1], x[2]); })
+          .no_empty(),
+      OpInfo("embedding", [](S s) { return tensor_list{s.normal({6, 3}), s.indices({2, 5, 2, 0, 4, 2}, {2, 3})}; },
+             [](T x) { return embedding(x[0], x[1]); })
+          .no_empty(),
+      OpInfo("topk values", [](S s) { return tensor_list{s.normal({4, 5})}; },
+             [](T x) { return std::get<0>(topk(x[0], 3, 1)); }),
+
       // ---- copies (ops/copy.cpp, ops/views.cpp) ----
       OpInfo("to_dtype(float64)", [](S s) { return tensor_list{s.normal({2, 3})}; },
              [](T x) { return to_dtype(x[0], kFloat64); }),

@@ -33,6 +33,9 @@ TEST_CASE("each member form gives the bits and the history of its function") {
   // Positive x for log, sqrt and pow; y broadcast along the rows.
   const Tensor x = add(rand({3, 4}, kFloat64), 0.5);
   const Tensor y = randn({4}, kFloat64);
+  // Indices for the indexing members: repeated entries, along dim 1 of x.
+  const Tensor rows = from_vector<int64_t>({3, 0, 3}, {3});
+  const Tensor cols = from_vector<int64_t>({1, 1, 0, 3, 2, 0}, {3, 2});
   const std::vector<MemberCase> cases = {
       {"add", [](auto& a, auto& b) { return a.add(b); }, [](auto& a, auto& b) { return add(a, b); }},
       {"add alpha", [](auto& a, auto& b) { return a.add(b, 2.5); }, [](auto& a, auto& b) { return add(a, mul(b, 2.5)); }},
@@ -136,6 +139,22 @@ TEST_CASE("each member form gives the bits and the history of its function") {
       {"flip", [](auto& a, auto&) { return a.flip({0, 1}); }, [](auto& a, auto&) { return flip(a, {0, 1}); }},
       {"tril", [](auto& a, auto&) { return a.tril(1); }, [](auto& a, auto&) { return tril(a, 1); }},
       {"triu", [](auto& a, auto&) { return a.triu(-1); }, [](auto& a, auto&) { return triu(a, -1); }},
+      {"index_select", [&](auto& a, auto&) { return a.index_select(1, rows.to(a.device())); },
+       [&](auto& a, auto&) { return index_select(a, 1, rows.to(a.device())); }},
+      {"index_add", [&](auto& a, auto& b) { return a.index_add(1, rows.to(a.device()), b.slice(0, 0, 3).expand({3, 3}), 2.0); },
+       [&](auto& a, auto& b) { return index_add(a, 1, rows.to(a.device()), b.slice(0, 0, 3).expand({3, 3}), 2.0); }},
+      {"gather", [&](auto& a, auto&) { return a.gather(1, cols.to(a.device())); },
+       [&](auto& a, auto&) { return gather(a, 1, cols.to(a.device())); }},
+      {"scatter", [&](auto& a, auto& b) { return a.scatter(1, cols.to(a.device()), b.expand({3, 4})); },
+       [&](auto& a, auto& b) { return scatter(a, 1, cols.to(a.device()), b.expand({3, 4})); }},
+      {"scatter value", [&](auto& a, auto&) { return a.scatter(1, cols.to(a.device()), 0.5); },
+       [&](auto& a, auto&) { return scatter(a, 1, cols.to(a.device()), 0.5); }},
+      {"scatter_add", [&](auto& a, auto& b) { return a.scatter_add(1, cols.to(a.device()), b.expand({3, 4})); },
+       [&](auto& a, auto& b) { return scatter_add(a, 1, cols.to(a.device()), b.expand({3, 4})); }},
+      {"topk values", [](auto& a, auto&) { return std::get<0>(a.topk(2)); },
+       [](auto& a, auto&) { return std::get<0>(topk(a, 2)); }},
+      {"topk indices", [](auto& a, auto&) { return std::get<1>(a.topk(3, 0, false)); },
+       [](auto& a, auto&) { return std::get<1>(topk(a, 3, 0, false)); }, false},
   };
   std::vector<Device> devices = {Device::cpu()};
   if (cuda_is_available()) devices.push_back(Device::cuda(0));
@@ -208,4 +227,11 @@ TEST_CASE("add and sub with alpha scale the other tensor, as in LibTorch") {
   y.backward();
   CHECK(a.grad().to_vector<double>() == std::vector<double>{1, 1, 1});
   CHECK(b.grad().to_vector<double>() == std::vector<double>{0.5, 0.5, 0.5});
+}
+
+TEST_CASE("x.multinomial draws what multinomial(x) draws from the same generator state") {
+  const Tensor probs = from_vector<double>({0.1, 0.2, 0.3, 0.4, 1.0, 0.0, 2.0, 3.0}, {2, 4});
+  Generator a(9), b(9);
+  CHECK(probs.multinomial(6, true, &a).to_vector<int64_t>() == multinomial(probs, 6, true, &b).to_vector<int64_t>());
+  CHECK(probs.multinomial(3, false, &a).to_vector<int64_t>() == multinomial(probs, 3, false, &b).to_vector<int64_t>());
 }
