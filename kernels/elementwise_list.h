@@ -14,9 +14,9 @@
 // compile error of the op's own file on every machine, with or without a GPU.
 //
 // An entry is X(Functor, out_t, in_t...), with out_t = elementwise::TwoOutputs<A, B> for a
-// functor that returns two values. MG_FLOATING_UNARY(X, F) and MG_FLOATING_BINARY(X, F) are
-// shorthands for the four floating types, the output of the inputs' type; MG_FLOATING_TEST(X, F)
-// the same with a bool output.
+// functor that returns two values. MG_FLOATING_UNARY(X, F), MG_FLOATING_BINARY(X, F) and
+// MG_FLOATING_TERNARY(X, F) are shorthands for the four floating types, the output of the
+// inputs' type; MG_FLOATING_TEST(X, F) the same with a bool output.
 #include <cstdint>
 #include <type_traits>
 
@@ -33,6 +33,11 @@
   X(F, double, double, double)     \
   X(F, Half, Half, Half)           \
   X(F, BFloat16, BFloat16, BFloat16)
+#define MG_FLOATING_TERNARY(X, F)           \
+  X(F, float, float, float, float)          \
+  X(F, double, double, double, double)      \
+  X(F, Half, Half, Half, Half)              \
+  X(F, BFloat16, BFloat16, BFloat16, BFloat16)
 // A test of each value of a floating tensor, with a bool result (isinf).
 #define MG_FLOATING_TEST(X, F) \
   X(F, bool, float)            \
@@ -91,15 +96,9 @@
   X(elementwise::MaskedFill, bool, bool, bool)             \
   MG_FLOATING_BINARY(X, elementwise::Maximum)              \
   MG_FLOATING_BINARY(X, elementwise::Minimum)              \
-  X(elementwise::ClampTensors, float, float, float, float) \
-  X(elementwise::ClampTensors, double, double, double, double) \
-  X(elementwise::ClampTensors, Half, Half, Half, Half)     \
-  X(elementwise::ClampTensors, BFloat16, BFloat16, BFloat16, BFloat16) \
+  MG_FLOATING_TERNARY(X, elementwise::ClampTensors)        \
   MG_FLOATING_BINARY(X, elementwise::LerpScalar)           \
-  X(elementwise::Lerp, float, float, float, float)         \
-  X(elementwise::Lerp, double, double, double, double)     \
-  X(elementwise::Lerp, Half, Half, Half, Half)             \
-  X(elementwise::Lerp, BFloat16, BFloat16, BFloat16, BFloat16)
+  MG_FLOATING_TERNARY(X, elementwise::Lerp)
 
 // The comparisons (tensor-tensor and tensor-scalar, every dtype, a bool result) and where;
 // the bitwise ops on bool and int64 (the logical ops run on them, their operands made bool

@@ -108,7 +108,8 @@ struct MaskedFill : Function<MaskedFill> {
     check_same_device("masked_fill", "self", x, "mask", mask);
     MG_CHECK(x.dtype() != kInt64 || fits_int64(value),
              "masked_fill: argument 'value' is {}, which an int64 tensor cannot hold", value);
-    Tensor out = empty(broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill"), TensorOptions(x.dtype()).device(x.device()));
+    Tensor out = empty(broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill"),
+                       TensorOptions(x.dtype()).device(x.device()));
     dispatch_all(x.dtype(), [&](auto tag) {
       using scalar_t = decltype(tag);
       elementwise_map<scalar_t, scalar_t, bool>("masked_fill", out, x, mask, elementwise::MaskedFill{value});

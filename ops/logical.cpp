@@ -95,19 +95,30 @@ Tensor close_elements(const char* op, const Tensor& a, const Tensor& b, double r
 
 }  // namespace
 
-
-Tensor logical_and(const Tensor& a, const Tensor& b) { return logical_binary("logical_and", a, b, elementwise::BitwiseAnd{}); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return logical_binary("logical_or", a, b, elementwise::BitwiseOr{}); }
-Tensor logical_xor(const Tensor& a, const Tensor& b) { return logical_binary("logical_xor", a, b, elementwise::BitwiseXor{}); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return logical_binary("logical_and", a, b, elementwise::BitwiseAnd{});
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return logical_binary("logical_or", a, b, elementwise::BitwiseOr{});
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  return logical_binary("logical_xor", a, b, elementwise::BitwiseXor{});
+}
 // not x is x == 0, in any dtype (NaN == 0 is false: NaN is true, so not NaN is false).
 Tensor logical_not(const Tensor& x) {
   check_defined("logical_not", "self", x);
   return eq(x, 0.0);
 }
 
-Tensor bitwise_and(const Tensor& a, const Tensor& b) { return bitwise_binary("bitwise_and", a, b, elementwise::BitwiseAnd{}); }
-Tensor bitwise_or(const Tensor& a, const Tensor& b) { return bitwise_binary("bitwise_or", a, b, elementwise::BitwiseOr{}); }
-Tensor bitwise_xor(const Tensor& a, const Tensor& b) { return bitwise_binary("bitwise_xor", a, b, elementwise::BitwiseXor{}); }
+Tensor bitwise_and(const Tensor& a, const Tensor& b) {
+  return bitwise_binary("bitwise_and", a, b, elementwise::BitwiseAnd{});
+}
+Tensor bitwise_or(const Tensor& a, const Tensor& b) {
+  return bitwise_binary("bitwise_or", a, b, elementwise::BitwiseOr{});
+}
+Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
+  return bitwise_binary("bitwise_xor", a, b, elementwise::BitwiseXor{});
+}
 Tensor bitwise_not(const Tensor& x) {
   check_defined("bitwise_not", "self", x);
   check_bitwise_dtype("bitwise_not", "self", x);

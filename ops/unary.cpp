@@ -5,8 +5,8 @@
 // handed to unary_float_op, which runs it on the input's device (float32 and float64
 // computed directly, float16/bfloat16 in float), and whose backward is the
 // derivative written with the public ops. What forward saves is whatever makes the
-// derivative cheapest: exp, sqrt, tanh and sigmoid have derivatives that are simple
-// functions of their own output (exp' = exp, tanh' = 1 - tanh^2, ...), so they save the
+// derivative cheapest: exp, sqrt, tanh, sigmoid, rsqrt and expm1 have derivatives that are
+// simple functions of their own output (exp' = exp, tanh' = 1 - tanh^2, ...), so they save the
 // output and backward recomputes nothing expensive; the others save the input.
 #include <cmath>
 #include <limits>

@@ -865,7 +865,8 @@ TEST_CASE("cuda clamp with tensor bounds and lerp with a tensor weight: every dt
   manual_seed(111);
   const std::vector<std::pair<const char*, TernaryOp>> ops = {
       {"clamp", [](const Tensor& x, const Tensor& lo, const Tensor& hi) { return clamp(x, lo, hi); }},
-      {"clamp(x, min, nullopt)", [](const Tensor& x, const Tensor& lo, const Tensor&) { return clamp(x, lo, std::nullopt); }},
+      {"clamp(x, min, nullopt)",
+       [](const Tensor& x, const Tensor& lo, const Tensor&) { return clamp(x, lo, std::nullopt); }},
       {"lerp", [](const Tensor& s, const Tensor& e, const Tensor& w) { return lerp(s, e, w); }}};
   for (const auto& [name, op] : ops) {
     INFO("op: " << std::string(name));
@@ -893,7 +894,8 @@ TEST_CASE("cuda clamp with tensor bounds and lerp with a tensor weight: every dt
     // Gradients: backward on the GPU against the CPU, gradcheck and gradgradcheck in float64.
     const Tensor lo4 = randn64({4}) - 1.0;
     const Tensor hi31 = randn64({3, 1}) + 1.0;
-    const Tensor away = reference_map(randn64({3, 4}) * 2.0, [](double v) { return std::round(v * 4.0) / 4.0 + 0.125; });
+    const Tensor away =
+        reference_map(randn64({3, 4}) * 2.0, [](double v) { return std::round(v * 4.0) / 4.0 + 0.125; });
     // The one-sided clamp takes no third input.
     const bool one_sided = std::string(name) == "clamp(x, min, nullopt)";
     auto fn = [&](const tensor_list& in) { return op(in[0], in[1], one_sided ? in[1] : in[2]); };

@@ -64,8 +64,8 @@ std::vector<UnaryCase> unary_cases() {
       {"elu", [](const Tensor& x) { return elu(x); }, [](double v) { return v > 0 ? v : std::exp(v) - 1.0; },
        [](double v) { return away_from_kinks(v, {0.0}); }, true},
       {"elu(x, 0.5)", [](const Tensor& x) { return elu(x, 0.5); },
-       [](double v) { return v > 0 ? v : 0.5 * (std::exp(v) - 1.0); }, [](double v) { return away_from_kinks(v, {0.0}); },
-       true},
+       [](double v) { return v > 0 ? v : 0.5 * (std::exp(v) - 1.0); },
+       [](double v) { return away_from_kinks(v, {0.0}); }, true},
       {"clamp(x, nullopt, 0.3)", [](const Tensor& x) { return clamp(x, std::nullopt, 0.3); },
        [](double v) { return std::min(v, 0.3); }, [](double v) { return away_from_kinks(v, {0.3}); }, true},
       {"clamp(x, -0.4, nullopt)", [](const Tensor& x) { return clamp(x, -0.4, std::nullopt); },
@@ -125,7 +125,8 @@ TEST_CASE("more unary ops: empty tensors keep their shape, integer inputs are re
     CHECK_THROWS_CONTAINING(c.op(arange(3)), op + ": expected a floating-point tensor for argument '" + argument + "'");
   }
   CHECK_THROWS_CONTAINING(pow(2.0, arange(3)), "pow: expected a floating-point tensor for argument 'exponent'");
-  CHECK_THROWS_CONTAINING(clamp(randn({3}), std::optional<double>(), std::optional<double>()), "clamp: at least one of 'min' and 'max'");
+  CHECK_THROWS_CONTAINING(clamp(randn({3}), std::optional<double>(), std::optional<double>()),
+                          "clamp: at least one of 'min' and 'max'");
 }
 
 TEST_CASE("more unary ops: NaN, infinities and signed zeros") {
@@ -134,9 +135,9 @@ TEST_CASE("more unary ops: NaN, infinities and signed zeros") {
   // sign: 0 for NaN and both zeros, as PyTorch's (0 < x) - (x < 0).
   CHECK(values(sign(x)) == std::vector<double>{0, 1, -1, 0, 0, -1});
   // The activations keep NaN; silu(inf) = inf, silu(-inf) is -inf / inf = NaN as in PyTorch.
-  for (const UnaryOp& op : std::vector<UnaryOp>{[](const Tensor& t) { return silu(t); },
-                                               [](const Tensor& t) { return leaky_relu(t); },
-                                               [](const Tensor& t) { return elu(t); }}) {
+  for (const UnaryOp& op :
+       std::vector<UnaryOp>{[](const Tensor& t) { return silu(t); }, [](const Tensor& t) { return leaky_relu(t); },
+                            [](const Tensor& t) { return elu(t); }}) {
     const std::vector<double> y = values(op(x));
     CHECK(std::isnan(y[0]));
     CHECK(y[1] == kInf);
@@ -174,10 +175,11 @@ TEST_CASE("more unary ops: gradient values, and zero gradients of sign and floor
   expect([](const Tensor& t) { return sin(t); }, [](double v) { return std::cos(v); });
   expect([](const Tensor& t) { return cos(t); }, [](double v) { return -std::sin(v); });
   expect([](const Tensor& t) { return pow(3.0, t); }, [](double v) { return std::pow(3.0, v) * std::log(3.0); });
-  expect([](const Tensor& t) { return silu(t); }, [](double v) {
-    const double s = 1.0 / (1.0 + std::exp(-v));
-    return s + v * s * (1.0 - s);
-  });
+  expect([](const Tensor& t) { return silu(t); },
+         [](double v) {
+           const double s = 1.0 / (1.0 + std::exp(-v));
+           return s + v * s * (1.0 - s);
+         });
   const Tensor negative = neg(x);
   CHECK_ALLCLOSE(gradient_of([](const Tensor& t) { return elu(t, 0.7); }, negative, g),
                  reference_zip(negative, g, [](double v, double w) { return w * 0.7 * std::exp(v); }), 1e-12, 1e-14);
@@ -186,12 +188,13 @@ TEST_CASE("more unary ops: gradient values, and zero gradients of sign and floor
   // At exactly 0 leaky_relu and elu take the left branch, as PyTorch does.
   const Tensor at_zero = zeros({2}, kFloat64);
   const Tensor ones2 = ones({2}, kFloat64);
-  CHECK_ALLCLOSE(gradient_of([](const Tensor& t) { return leaky_relu(t, 0.3); }, at_zero, ones2), ones2 * 0.3, 0.0, 0.0);
+  CHECK_ALLCLOSE(gradient_of([](const Tensor& t) { return leaky_relu(t, 0.3); }, at_zero, ones2), ones2 * 0.3, 0.0,
+                 0.0);
   CHECK_ALLCLOSE(gradient_of([](const Tensor& t) { return elu(t, 0.7); }, at_zero, ones2), ones2 * 0.7, 0.0, 0.0);
   // sign and floor: gradient 0, the steps included; the outputs still require grad.
   const Tensor steps = from_vector<double>({-1.0, 0.0, 1.0, 2.5}, {4});
-  for (const UnaryOp& op : std::vector<UnaryOp>{[](const Tensor& t) { return sign(t); },
-                                               [](const Tensor& t) { return floor(t); }}) {
+  for (const UnaryOp& op :
+       std::vector<UnaryOp>{[](const Tensor& t) { return sign(t); }, [](const Tensor& t) { return floor(t); }}) {
     Tensor input = leaf(steps);
     const Tensor y = op(input);
     CHECK(y.requires_grad());
@@ -377,10 +380,8 @@ TEST_CASE("lerp: values with broadcasting in every floating dtype, exact at weig
     INFO("dtype: " << dtype_name(t.dtype));
     const Tensor s = start.to(t.dtype), e = end.to(t.dtype), w = weight.to(t.dtype);
     const Tensor diff = reference_zip(e, s, [](double p, double q) { return p - q; });
-    const Tensor expected =
-        reference_zip(s, reference_zip(w, diff, [](double p, double q) { return p * q; }), [](double p, double q) {
-          return p + q;
-        });
+    const Tensor expected = reference_zip(s, reference_zip(w, diff, [](double p, double q) { return p * q; }),
+                                          [](double p, double q) { return p + q; });
     CHECK_ALLCLOSE(lerp(s, e, w), expected, t.rtol, t.atol);
   }
   // weight 1 gives end exactly, weight 0 start, for values where start + 1 * (end - start)
@@ -390,9 +391,11 @@ TEST_CASE("lerp: values with broadcasting in every floating dtype, exact at weig
   CHECK_ALLCLOSE(lerp(a, b, 1.0), b, 0.0, 0.0);
   CHECK_ALLCLOSE(lerp(a, b, 0.0), a, 0.0, 0.0);
   CHECK_ALLCLOSE(lerp(a, b, ones({3})), b, 0.0, 0.0);
-  CHECK_THROWS_CONTAINING(lerp(a, b.to(kFloat64), 0.5), "lerp: expected one dtype, but argument 'self' is float32 and argument 'end'");
+  CHECK_THROWS_CONTAINING(lerp(a, b.to(kFloat64), 0.5),
+                          "lerp: expected one dtype, but argument 'self' is float32 and argument 'end'");
   CHECK_THROWS_CONTAINING(lerp(a, b, arange(3)), "lerp: expected a floating-point tensor for argument 'weight'");
-  CHECK_THROWS_CONTAINING(lerp(arange(3), arange(3), 0.5), "lerp: expected a floating-point tensor for argument 'self'");
+  CHECK_THROWS_CONTAINING(lerp(arange(3), arange(3), 0.5),
+                          "lerp: expected a floating-point tensor for argument 'self'");
 }
 
 TEST_CASE("lerp: gradcheck and gradgradcheck, scalar and tensor weight, broadcast and not contiguous") {
@@ -462,10 +465,13 @@ TEST_CASE("masked_fill out of place: gradients to x where kept, and to a 0-d val
   auto scalar_fn = [&](const tensor_list& in) { return masked_fill(in[0] * in[0], mask, -2.0); };
   CHECK_GRADGRADCHECK(scalar_fn, tensor_list{leaf(randn64({2, 3}))});
 
-  CHECK_THROWS_CONTAINING(masked_fill(x, mask.to(kFloat32), 1.0), "masked_fill: expected argument 'mask' to have dtype bool, got float32");
-  CHECK_THROWS_CONTAINING(masked_fill(x, mask, from_vector<double>({1.0}, {1})), "masked_fill: expected argument 'value' to be a 0-d tensor, got shape [1]");
+  CHECK_THROWS_CONTAINING(masked_fill(x, mask.to(kFloat32), 1.0),
+                          "masked_fill: expected argument 'mask' to have dtype bool, got float32");
+  CHECK_THROWS_CONTAINING(masked_fill(x, mask, from_vector<double>({1.0}, {1})),
+                          "masked_fill: expected argument 'value' to be a 0-d tensor, got shape [1]");
   CHECK_THROWS_CONTAINING(masked_fill(x, mask, scalar_tensor(1.0)), "masked_fill: expected one dtype");
-  CHECK_THROWS_CONTAINING(masked_fill(arange(6).reshape({2, 3}), mask, 0.5), "masked_fill: argument 'value' is 0.5, which an int64 tensor cannot hold");
+  CHECK_THROWS_CONTAINING(masked_fill(arange(6).reshape({2, 3}), mask, 0.5),
+                          "masked_fill: argument 'value' is 0.5, which an int64 tensor cannot hold");
   CHECK_THROWS_CONTAINING(masked_fill(x, gt(randn64({4}), 0.0), 1.0), "masked_fill");
 }
 
@@ -488,8 +494,10 @@ TEST_CASE("where with a scalar branch: the scalar takes the other branch's dtype
   Tensor lx = leaf(x);
   where(condition, lx, 0.0).sum().backward();
   CHECK_ALLCLOSE(lx.grad(), sum(condition.to(kFloat64), {0}), 0.0, 0.0);
-  CHECK_THROWS_CONTAINING(where(condition, 0.5, arange(4)), "where: argument 'self' is 0.5, which the int64 result cannot hold");
-  CHECK_THROWS_CONTAINING(where(condition.to(kFloat32), 1.0, 2.0), "where: expected argument 'condition' to have dtype bool");
+  CHECK_THROWS_CONTAINING(where(condition, 0.5, arange(4)),
+                          "where: argument 'self' is 0.5, which the int64 result cannot hold");
+  CHECK_THROWS_CONTAINING(where(condition.to(kFloat32), 1.0, 2.0),
+                          "where: expected argument 'condition' to have dtype bool");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -524,9 +532,12 @@ TEST_CASE("logical ops: any dtype in, bool out, nonzero true (NaN too), mixed dt
       const Tensor b = is_floating(db) ? b64.to(db) : where(isfinite(b64), b64, full({}, 1.0, kFloat64)).to(db);
       const Tensor y_and = logical_and(a, b);
       CHECK(y_and.dtype() == kBool);
-      CHECK_ALLCLOSE(y_and, reference_zip(a, b, [](double p, double q) { return double(truth(p) && truth(q)); }), 0.0, 0.0);
-      CHECK_ALLCLOSE(logical_or(a, b), reference_zip(a, b, [](double p, double q) { return double(truth(p) || truth(q)); }), 0.0, 0.0);
-      CHECK_ALLCLOSE(logical_xor(a, b), reference_zip(a, b, [](double p, double q) { return double(truth(p) != truth(q)); }), 0.0, 0.0);
+      CHECK_ALLCLOSE(y_and, reference_zip(a, b, [](double p, double q) { return double(truth(p) && truth(q)); }), 0.0,
+                     0.0);
+      CHECK_ALLCLOSE(logical_or(a, b),
+                     reference_zip(a, b, [](double p, double q) { return double(truth(p) || truth(q)); }), 0.0, 0.0);
+      CHECK_ALLCLOSE(logical_xor(a, b),
+                     reference_zip(a, b, [](double p, double q) { return double(truth(p) != truth(q)); }), 0.0, 0.0);
     }
     const Tensor a = is_floating(da) ? a64.to(da) : where(isfinite(a64), a64, full({}, 1.0, kFloat64)).to(da);
     CHECK(logical_not(a).dtype() == kBool);
@@ -565,7 +576,8 @@ TEST_CASE("bitwise ops on bool and int64, and the operators & | ^ ~") {
   REQUIRE_FALSE(p_strided.is_contiguous());
   CHECK_ALLCLOSE(~p_strided, ~p, 0.0, 0.0);
   CHECK_ALLCLOSE(p_strided & q, p & q, 0.0, 0.0);
-  CHECK_THROWS_CONTAINING(bitwise_and(randn({3}), randn({3})), "bitwise_and: expected a bool or int64 tensor for argument 'self', got float32");
+  CHECK_THROWS_CONTAINING(bitwise_and(randn({3}), randn({3})),
+                          "bitwise_and: expected a bool or int64 tensor for argument 'self', got float32");
   CHECK_THROWS_CONTAINING(p | i64, "bitwise_or: expected one dtype");
   CHECK_THROWS_CONTAINING(~randn({2}), "bitwise_not: expected a bool or int64 tensor");
 }
