@@ -377,8 +377,4 @@ AllcloseReport allclose_report(const Tensor& actual, const Tensor& expected, dou
   return r;
 }
 
-bool allclose(const Tensor& actual, const Tensor& expected, double rtol, double atol) {
-  return allclose_report(actual, expected, rtol, atol).passed;
-}
-
 }  // namespace minigrad

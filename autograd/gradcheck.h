@@ -70,7 +70,7 @@ struct AllcloseReport {
   int64_t mismatches = 0;
   std::string message;
 };
+// (The public allclose(a, b, rtol, atol, equal_nan), LibTorch's, is an op: ops/ops.h.)
 AllcloseReport allclose_report(const Tensor& actual, const Tensor& expected, double rtol = 1e-5, double atol = 1e-8);
-bool allclose(const Tensor& actual, const Tensor& expected, double rtol = 1e-5, double atol = 1e-8);
 
 }  // namespace minigrad

@@ -238,6 +238,41 @@ class Tensor {
   Tensor gelu(GeluApproximation approximate) const;
   Tensor softplus(double beta = 1.0, double threshold = 20.0) const;
 
+  // ---- more elementwise (ops/unary.cpp, ops/minmax.cpp, ops/lerp.cpp, ops/compare.cpp, ops/logical.cpp) ----
+  Tensor square() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor sign() const;
+  Tensor floor() const;
+  Tensor clamp(std::optional<double> min, std::optional<double> max) const;
+  Tensor clamp(const std::optional<Tensor>& min, const std::optional<Tensor>& max) const;
+  Tensor clamp_min(const Tensor& min) const;
+  Tensor clamp_max(const Tensor& max) const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor lerp(const Tensor& end, double weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor masked_fill(const Tensor& mask, double value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_xor(const Tensor& other) const;
+  Tensor logical_not() const;
+  Tensor bitwise_and(const Tensor& other) const;
+  Tensor bitwise_or(const Tensor& other) const;
+  Tensor bitwise_xor(const Tensor& other) const;
+  Tensor bitwise_not() const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor isclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool allclose(const Tensor& other, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
+
   // ---- reductions (differentiable) ----
   Tensor sum() const;
   Tensor sum(const Shape& dims, bool keepdim = false) const;

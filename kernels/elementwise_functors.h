@@ -406,5 +406,192 @@ struct Fill {
   MG_HOST_DEVICE T operator()(T) const { return static_cast<T>(value); }
 };
 
+// ---- more elementwise: math (ops/unary.cpp) ----
+
+// 1 / sqrt(v), the same expression on both backends (CUDA's rsqrt is an approximation that
+// can differ from it in the last bit).
+struct Rsqrt {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::sqrt;
+    return T(1) / sqrt(v);
+  }
+};
+// log(1 + v) and exp(v) - 1 without the cancellation of the written-out forms near v = 0,
+// where 1 + v rounds away v's low bits and exp(v) - 1 loses its leading digits.
+struct Log1p {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::log1p;
+    return log1p(v);
+  }
+};
+struct Expm1 {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::expm1;
+    return expm1(v);
+  }
+};
+struct Sin {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::sin;
+    return sin(v);
+  }
+};
+struct Cos {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::cos;
+    return cos(v);
+  }
+};
+// -1, 0 or 1, written (0 < v) - (v < 0) as PyTorch writes it: 0 for both zeros, and 0 for
+// NaN too (both comparisons are false), where NumPy's sign gives NaN.
+struct Sign {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return T(int(T(0) < v) - int(v < T(0))); }
+};
+struct Floor {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::floor;
+    return floor(v);
+  }
+};
+// base^v: pow with the scalar as the base (pow(2.0, x)).
+struct ScalarPow {
+  double base;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::pow;
+    return pow(T(base), v);
+  }
+};
+
+// ---- more elementwise: maximum, minimum, clamp with tensor bounds, lerp (ops/minmax.cpp, ops/lerp.cpp) ----
+
+// The larger (smaller) of a and b, and NaN when either is NaN, as PyTorch's maximum and
+// minimum propagate it: a NaN a is taken by the first test, a NaN b because a > b is false.
+struct Maximum {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return (a != a || a > b) ? a : b; }
+};
+struct Minimum {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return (a != a || a < b) ? a : b; }
+};
+// min(max(v, lo), hi) elementwise, with NaN in any of the three giving NaN; lo > hi gives hi.
+struct ClampTensors {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v, T lo, T hi) const { return Minimum()(Maximum()(v, lo), hi); }
+};
+
+// start + weight * (end - start), as PyTorch computes it: from start for |weight| < 0.5 and
+// back from end otherwise, so that weight 0 gives start and weight 1 gives end exactly (the
+// one-sided form can miss end by an ulp).
+template <typename T>
+MG_HOST_DEVICE T lerp_value(T start, T end, T weight) {
+  using std::fabs;
+  const T difference = end - start;
+  return fabs(weight) < T(0.5) ? start + weight * difference : end - difference * (T(1) - weight);
+}
+struct LerpScalar {
+  double weight;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T start, T end) const { return lerp_value(start, end, T(weight)); }
+};
+struct Lerp {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T start, T end, T weight) const { return lerp_value(start, end, weight); }
+};
+
+// ---- more elementwise: activations (ops/activations.cpp) ----
+
+// x * sigmoid(x), written x / (1 + exp(-x)) as PyTorch writes it: one division, and the far
+// left tail goes to -0 (exp overflows to inf) rather than through 0 * x.
+struct Silu {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::exp;
+    return v / (T(1) + exp(-v));
+  }
+};
+// v where v > 0, slope * v elsewhere; a NaN stays NaN (NaN * slope).
+struct LeakyRelu {
+  double negative_slope;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const { return v > T(0) ? v : v * T(negative_slope); }
+};
+// v where v > 0, alpha (exp(v) - 1) elsewhere; expm1 keeps the small values near 0.
+struct Elu {
+  double alpha;
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    using std::expm1;
+    return v > T(0) ? v : T(alpha) * expm1(v);
+  }
+};
+
+// ---- more elementwise: bool and bitwise ops, tests of values (ops/logical.cpp) ----
+
+// On bool and int64. For bool, a & b is computed in int (C++ promotes bools) and converted
+// back: false or true.
+struct BitwiseAnd {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a & b); }
+};
+struct BitwiseOr {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a | b); }
+};
+struct BitwiseXor {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T a, T b) const { return static_cast<T>(a ^ b); }
+};
+// ~v flips every bit of an integer; a bool's one bit is !v (~true would be the int -2).
+struct BitwiseNot {
+  template <typename T>
+  MG_HOST_DEVICE T operator()(T v) const {
+    if constexpr (std::is_same_v<T, bool>)
+      return !v;
+    else
+      return ~v;
+  }
+};
+// Floating types only; int64 and bool hold no infinity (ops/logical.cpp answers for them).
+struct IsInf {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T v) const {
+    using std::fabs;
+    return fabs(v) == T(INFINITY);
+  }
+};
+// Neither NaN (v == v is false only for NaN) nor infinite.
+struct IsFinite {
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T v) const {
+    using std::fabs;
+    return v == v && fabs(v) != T(INFINITY);
+  }
+};
+// |a - b| <= atol + rtol * |b|, PyTorch's isclose: equal values are close (infinities of one
+// sign included), a NaN is close only to a NaN and only with equal_nan, and an infinite
+// difference is never close (an infinity and a finite value, or opposite infinities).
+struct IsClose {
+  double rtol;
+  double atol;
+  bool equal_nan;
+  template <typename T>
+  MG_HOST_DEVICE bool operator()(T a, T b) const {
+    using std::fabs;
+    if (a == b) return true;
+    if (a != a || b != b) return equal_nan && a != a && b != b;
+    const T difference = fabs(a - b);
+    return difference != T(INFINITY) && difference <= T(atol) + T(rtol) * fabs(b);
+  }
+};
+
 }  // namespace elementwise
 }  // namespace minigrad

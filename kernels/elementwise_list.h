@@ -14,8 +14,9 @@
 // compile error of the op's own file on every machine, with or without a GPU.
 //
 // An entry is X(Functor, out_t, in_t...), with out_t = elementwise::TwoOutputs<A, B> for a
-// functor that returns two values. MG_FLOATING_UNARY(X, F) and MG_FLOATING_BINARY(X, F) are
-// shorthands for the four floating types, the output of the inputs' type.
+// functor that returns two values. MG_FLOATING_UNARY(X, F), MG_FLOATING_BINARY(X, F) and
+// MG_FLOATING_TERNARY(X, F) are shorthands for the four floating types, the output of the
+// inputs' type; MG_FLOATING_TEST(X, F) the same with a bool output.
 #include <cstdint>
 #include <type_traits>
 
@@ -32,8 +33,21 @@
   X(F, double, double, double)     \
   X(F, Half, Half, Half)           \
   X(F, BFloat16, BFloat16, BFloat16)
+#define MG_FLOATING_TERNARY(X, F)           \
+  X(F, float, float, float, float)          \
+  X(F, double, double, double, double)      \
+  X(F, Half, Half, Half, Half)              \
+  X(F, BFloat16, BFloat16, BFloat16, BFloat16)
+// A test of each value of a floating tensor, with a bool result (isinf).
+#define MG_FLOATING_TEST(X, F) \
+  X(F, bool, float)            \
+  X(F, bool, double)           \
+  X(F, bool, Half)             \
+  X(F, bool, BFloat16)
 
-// neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp.
+// neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp; rsqrt, log1p, expm1, sin, cos,
+// sign, floor, pow(scalar, tensor). (square is pow(x, 2) and reciprocal 1 / x: no kernels
+// of their own.)
 #define MG_ELEMENTWISE_MATH_KERNELS(X)              \
   MG_FLOATING_UNARY(X, elementwise::Neg)            \
   MG_FLOATING_UNARY(X, elementwise::Exp)            \
@@ -45,10 +59,19 @@
   MG_FLOATING_UNARY(X, elementwise::Abs)            \
   MG_FLOATING_UNARY(X, elementwise::PowScalar)      \
   MG_FLOATING_BINARY(X, elementwise::Pow)           \
-  MG_FLOATING_UNARY(X, elementwise::Clamp)
+  MG_FLOATING_UNARY(X, elementwise::Clamp)          \
+  MG_FLOATING_UNARY(X, elementwise::Rsqrt)          \
+  MG_FLOATING_UNARY(X, elementwise::Log1p)          \
+  MG_FLOATING_UNARY(X, elementwise::Expm1)          \
+  MG_FLOATING_UNARY(X, elementwise::Sin)            \
+  MG_FLOATING_UNARY(X, elementwise::Cos)            \
+  MG_FLOATING_UNARY(X, elementwise::Sign)           \
+  MG_FLOATING_UNARY(X, elementwise::Floor)          \
+  MG_FLOATING_UNARY(X, elementwise::ScalarPow)
 
 // add, sub, mul, div (broadcasting) and their tensor-scalar forms; the in-place updates
-// add_ and mul_ (which also take int64 tensors) and masked_fill_ (every dtype).
+// add_ and mul_ (which also take int64 tensors) and masked_fill_ (every dtype, also serving
+// the out-of-place masked_fill); maximum, minimum, clamp with tensor bounds, lerp.
 #define MG_ELEMENTWISE_ARITHMETIC_KERNELS(X)               \
   MG_FLOATING_BINARY(X, elementwise::Add)                  \
   MG_FLOATING_BINARY(X, elementwise::Sub)                  \
@@ -70,9 +93,16 @@
   X(elementwise::MaskedFill, Half, Half, bool)             \
   X(elementwise::MaskedFill, BFloat16, BFloat16, bool)     \
   X(elementwise::MaskedFill, int64_t, int64_t, bool)       \
-  X(elementwise::MaskedFill, bool, bool, bool)
+  X(elementwise::MaskedFill, bool, bool, bool)             \
+  MG_FLOATING_BINARY(X, elementwise::Maximum)              \
+  MG_FLOATING_BINARY(X, elementwise::Minimum)              \
+  MG_FLOATING_TERNARY(X, elementwise::ClampTensors)        \
+  MG_FLOATING_BINARY(X, elementwise::LerpScalar)           \
+  MG_FLOATING_TERNARY(X, elementwise::Lerp)
 
-// The comparisons (tensor-tensor and tensor-scalar, every dtype, a bool result) and where.
+// The comparisons (tensor-tensor and tensor-scalar, every dtype, a bool result) and where;
+// the bitwise ops on bool and int64 (the logical ops run on them, their operands made bool
+// by ne(x, 0)); isinf, isfinite and isclose on the floating types.
 #define MG_COMPARISON_KERNELS_FOR(X, T, Compare) \
   X(elementwise::Compare, bool, T, T)            \
   X(elementwise::CompareWithScalar<elementwise::Compare>, bool, T)
@@ -95,9 +125,24 @@
   X(elementwise::Select, Half, bool, Half, Half)              \
   X(elementwise::Select, BFloat16, bool, BFloat16, BFloat16)  \
   X(elementwise::Select, int64_t, bool, int64_t, int64_t)     \
-  X(elementwise::Select, bool, bool, bool, bool)
+  X(elementwise::Select, bool, bool, bool, bool)              \
+  X(elementwise::BitwiseAnd, bool, bool, bool)                \
+  X(elementwise::BitwiseAnd, int64_t, int64_t, int64_t)       \
+  X(elementwise::BitwiseOr, bool, bool, bool)                 \
+  X(elementwise::BitwiseOr, int64_t, int64_t, int64_t)        \
+  X(elementwise::BitwiseXor, bool, bool, bool)                \
+  X(elementwise::BitwiseXor, int64_t, int64_t, int64_t)       \
+  X(elementwise::BitwiseNot, bool, bool)                      \
+  X(elementwise::BitwiseNot, int64_t, int64_t)                \
+  MG_FLOATING_TEST(X, elementwise::IsInf)                     \
+  MG_FLOATING_TEST(X, elementwise::IsFinite)                  \
+  X(elementwise::IsClose, bool, float, float)                 \
+  X(elementwise::IsClose, bool, double, double)               \
+  X(elementwise::IsClose, bool, Half, Half)                   \
+  X(elementwise::IsClose, bool, BFloat16, BFloat16)
 
-// relu, gelu (both forms) and softplus, forward and backward.
+// relu, gelu (both forms) and softplus, forward and backward; silu, leaky_relu and elu,
+// forward only (their backward is written with public ops).
 #define MG_ELEMENTWISE_ACTIVATION_KERNELS(X)            \
   MG_FLOATING_UNARY(X, elementwise::Relu)               \
   MG_FLOATING_BINARY(X, elementwise::ReluBackward)      \
@@ -106,7 +151,10 @@
   MG_FLOATING_BINARY(X, elementwise::GeluExactBackward) \
   MG_FLOATING_BINARY(X, elementwise::GeluTanhBackward)  \
   MG_FLOATING_UNARY(X, elementwise::Softplus)           \
-  MG_FLOATING_BINARY(X, elementwise::SoftplusBackward)
+  MG_FLOATING_BINARY(X, elementwise::SoftplusBackward)  \
+  MG_FLOATING_UNARY(X, elementwise::Silu)               \
+  MG_FLOATING_UNARY(X, elementwise::LeakyRelu)          \
+  MG_FLOATING_UNARY(X, elementwise::Elu)
 
 #define MG_ELEMENTWISE_KERNELS(X)        \
   MG_ELEMENTWISE_MATH_KERNELS(X)         \

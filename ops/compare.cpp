@@ -1,4 +1,4 @@
-// Comparisons (eq, ne, lt, le, gt, ge) and where.
+// Comparisons (eq, ne, lt, le, gt, ge), where, and masked_fill out of place.
 //
 // Comparisons return bool tensors. They are not differentiable (a step function has
 // gradient 0 almost everywhere and none at the step), so they are plain functions, not
@@ -94,6 +94,46 @@ struct Where : Function<Where> {
   }
 };
 
+// masked_fill out of place: value where mask, x elsewhere, x and mask broadcast to one shape
+// (the in-place masked_fill_'s kernel, writing a new tensor). x gets the gradient where it
+// was kept; the scalar value needs none.
+struct MaskedFill : Function<MaskedFill> {
+  struct State {
+    Shape self_sizes;
+  };
+  static Tensor forward(Context& ctx, const Tensor& x, const Tensor& mask, double value) {
+    check_defined("masked_fill", "self", x);
+    check_defined("masked_fill", "mask", mask);
+    MG_CHECK(mask.dtype() == kBool, "masked_fill: expected argument 'mask' to have dtype bool, got {}", mask.dtype());
+    check_same_device("masked_fill", "self", x, "mask", mask);
+    MG_CHECK(x.dtype() != kInt64 || fits_int64(value),
+             "masked_fill: argument 'value' is {}, which an int64 tensor cannot hold", value);
+    Tensor out = empty(broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill"),
+                       TensorOptions(x.dtype()).device(x.device()));
+    dispatch_all(x.dtype(), [&](auto tag) {
+      using scalar_t = decltype(tag);
+      elementwise_map<scalar_t, scalar_t, bool>("masked_fill", out, x, mask, elementwise::MaskedFill{value});
+    });
+    ctx.save_for_backward({mask});
+    ctx.state<State>().self_sizes = x.sizes();
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor& grad = grad_outputs[0];
+    const Tensor mask = ctx.saved_tensors()[0];
+    const Tensor zero = zeros({}, TensorOptions(grad.dtype()).device(grad.device()));
+    return {sum_to(where(mask, zero, grad), ctx.state<State>().self_sizes), Tensor(), Tensor()};
+  }
+};
+
+// A scalar branch of where, as a 0-d tensor of the other branch's dtype and device: where
+// broadcasts it, so no tensor of the output's size is made for it.
+Tensor where_scalar(double value, const char* arg, const Tensor& like) {
+  MG_CHECK(like.dtype() != kInt64 || fits_int64(value),
+           "where: argument '{}' is {}, which the int64 result cannot hold", arg, value);
+  return scalar_tensor(value, TensorOptions(like.dtype()).device(like.device()));
+}
+
 }  // namespace
 
 Tensor eq(const Tensor& a, const Tensor& b) { return compare_tensors<elementwise::Equal>("eq", a, b); }
@@ -111,6 +151,35 @@ Tensor gt(const Tensor& a, double b) { return compare_scalar<elementwise::Greate
 Tensor ge(const Tensor& a, double b) { return compare_scalar<elementwise::GreaterEqual>("ge", a, b); }
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) { return Where::apply(condition, a, b); }
+Tensor where(const Tensor& condition, double a, const Tensor& b) {
+  check_defined("where", "other", b);
+  return where(condition, where_scalar(a, "self", b), b);
+}
+Tensor where(const Tensor& condition, const Tensor& a, double b) {
+  check_defined("where", "self", a);
+  return where(condition, a, where_scalar(b, "other", a));
+}
+Tensor where(const Tensor& condition, double a, double b) {
+  check_defined("where", "condition", condition);
+  const TensorOptions options = TensorOptions(kFloat32).device(condition.device());
+  return where(condition, scalar_tensor(a, options), scalar_tensor(b, options));
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) { return MaskedFill::apply(x, mask, value); }
+// A 0-d tensor value is where(mask, value, x): the value is broadcast, and its gradient is
+// the sum of the output's gradient over the filled elements.
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value) {
+  check_defined("masked_fill", "self", x);
+  check_defined("masked_fill", "mask", mask);
+  check_defined("masked_fill", "value", value);
+  MG_CHECK(value.dim() == 0, "masked_fill: expected argument 'value' to be a 0-d tensor, got shape {}",
+           shape_str(value.sizes()));
+  MG_CHECK(mask.dtype() == kBool, "masked_fill: expected argument 'mask' to have dtype bool, got {}", mask.dtype());
+  check_same_dtype("masked_fill", "self", x, "value", value);
+  check_same_device("masked_fill", "self", x, "mask", mask);
+  check_same_device("masked_fill", "self", x, "value", value);
+  return where(mask, value, x);
+}
 
 // The member forms (core/tensor.h).
 Tensor Tensor::eq(const Tensor& other) const { return minigrad::eq(*this, other); }
@@ -125,5 +194,9 @@ Tensor Tensor::gt(const Tensor& other) const { return minigrad::gt(*this, other)
 Tensor Tensor::gt(double other) const { return minigrad::gt(*this, other); }
 Tensor Tensor::ge(const Tensor& other) const { return minigrad::ge(*this, other); }
 Tensor Tensor::ge(double other) const { return minigrad::ge(*this, other); }
+Tensor Tensor::masked_fill(const Tensor& mask, double value) const { return minigrad::masked_fill(*this, mask, value); }
+Tensor Tensor::masked_fill(const Tensor& mask, const Tensor& value) const {
+  return minigrad::masked_fill(*this, mask, value);
+}
 
 }  // namespace minigrad

@@ -133,7 +133,7 @@ void fill_all(const Tensor& self, double value) {
 }
 
 // self[i] = value where mask[i], for every dtype.
-void masked_fill(const Tensor& self, const Tensor& mask, double value) {
+void fill_masked(const Tensor& self, const Tensor& mask, double value) {
   dispatch_all(self.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t, bool>("masked_fill_", self, self, mask, elementwise::MaskedFill{value});
@@ -259,7 +259,7 @@ Tensor& Tensor::masked_fill_(const Tensor& mask, double value) {
            checked_mask.dtype());
   check_same_device("masked_fill_", "self", *this, "mask", checked_mask);
   check_scalar_fits("masked_fill_", "value", value, *this);
-  masked_fill(*this, checked_mask, value);
+  fill_masked(*this, checked_mask, value);
   bump_version(*this);
   return *this;
 }

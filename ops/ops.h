@@ -141,6 +141,77 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::
 // log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's softplus).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
+// ---- more elementwise ----
+// Math (ops/unary.cpp). square is pow(x, 2) and reciprocal is 1 / x (rdiv), as in PyTorch;
+// sign and floor are piecewise constant: their gradient is 0.
+Tensor square(const Tensor& x);
+Tensor rsqrt(const Tensor& x);       // 1 / sqrt(x)
+Tensor reciprocal(const Tensor& x);  // 1 / x
+Tensor log1p(const Tensor& x);       // log(1 + x), exact near 0
+Tensor expm1(const Tensor& x);       // exp(x) - 1, exact near 0
+Tensor sin(const Tensor& x);
+Tensor cos(const Tensor& x);
+Tensor sign(const Tensor& x);        // -1, 0 or 1; 0 for NaN, as in PyTorch
+Tensor floor(const Tensor& x);
+Tensor pow(double base, const Tensor& exponent);  // base^exponent elementwise
+// clamp with either bound left out (clamp(x, std::nullopt, 3.0)); at least one is given.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max);
+
+// maximum, minimum (broadcasting; NaN in either gives NaN; at a tie each input gets half the
+// gradient) and clamp with tensor bounds (broadcasting all three; the gradient goes to x
+// where min <= x <= max, to min where x < min, to max where x > max) (ops/minmax.cpp).
+Tensor maximum(const Tensor& a, const Tensor& b);
+Tensor minimum(const Tensor& a, const Tensor& b);
+Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optional<Tensor>& max);
+Tensor clamp_min(const Tensor& x, const Tensor& min);
+Tensor clamp_max(const Tensor& x, const Tensor& max);
+
+// start + weight * (end - start), broadcasting (ops/lerp.cpp).
+Tensor lerp(const Tensor& start, const Tensor& end, double weight);
+Tensor lerp(const Tensor& start, const Tensor& end, const Tensor& weight);
+
+// Activations (ops/activations.cpp): functions in LibTorch, not members.
+Tensor silu(const Tensor& x);                                   // x * sigmoid(x)
+Tensor leaky_relu(const Tensor& x, double negative_slope = 0.01);  // x, or slope * x where x <= 0
+Tensor elu(const Tensor& x, double alpha = 1.0);                // x, or alpha (exp(x) - 1) where x <= 0
+
+// masked_fill out of place: value where mask, x elsewhere, x and mask broadcast to one
+// shape; the value a double or a 0-d tensor (which gets the gradient of the filled
+// elements). where with a scalar branch: the scalar takes the other branch's dtype, and
+// with two scalars the result is float32 (ops/compare.cpp).
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
+Tensor masked_fill(const Tensor& x, const Tensor& mask, const Tensor& value);
+Tensor where(const Tensor& condition, double a, const Tensor& b);
+Tensor where(const Tensor& condition, const Tensor& a, double b);
+Tensor where(const Tensor& condition, double a, double b);
+
+// Bool ops, no gradient (ops/logical.cpp). The logical ops take any dtypes (nonzero is
+// true, NaN included) and return bool; the bitwise ops take bool or int64, both operands of
+// one dtype, and return it; & | ^ ~ are the bitwise ops, as in LibTorch.
+Tensor logical_and(const Tensor& a, const Tensor& b);
+Tensor logical_or(const Tensor& a, const Tensor& b);
+Tensor logical_xor(const Tensor& a, const Tensor& b);
+Tensor logical_not(const Tensor& x);
+Tensor bitwise_and(const Tensor& a, const Tensor& b);
+Tensor bitwise_or(const Tensor& a, const Tensor& b);
+Tensor bitwise_xor(const Tensor& a, const Tensor& b);
+Tensor bitwise_not(const Tensor& x);
+inline Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }
+inline Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
+inline Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
+inline Tensor operator~(const Tensor& x) { return bitwise_not(x); }
+// Tests of each value, any dtype, a bool result (an int64 or bool value is never NaN or
+// infinite).
+Tensor isnan(const Tensor& x);
+Tensor isinf(const Tensor& x);
+Tensor isfinite(const Tensor& x);
+// |a - b| <= atol + rtol * |b| elementwise (broadcasting), equal values always close, NaN
+// close to NaN only with equal_nan. allclose: every element close. equal: the same shape
+// and the same values (NaN is not equal to itself). Both operands of one dtype and device.
+Tensor isclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool allclose(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false);
+bool equal(const Tensor& a, const Tensor& b);
+
 // ---- views and joins (ops/views.cpp, ops/joins.cpp) ----
 // The free forms of the members of the same names (core/tensor.h), and cat and stack.
 // cat: the tensors joined along an existing dim; all of one dtype and device, and of one

@@ -1,13 +1,16 @@
-// Elementwise math: neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp.
+// Elementwise math: neg, exp, log, sqrt, erf, tanh, sigmoid, abs, pow, clamp; square, rsqrt,
+// reciprocal, log1p, expm1, sin, cos, sign, floor, pow(scalar, tensor), clamp with optional bounds.
 //
 // Each op is a Function whose forward is one formula (a functor of kernels/elementwise_functors.h)
 // handed to unary_float_op, which runs it on the input's device (float32 and float64
 // computed directly, float16/bfloat16 in float), and whose backward is the
 // derivative written with the public ops. What forward saves is whatever makes the
-// derivative cheapest: exp, sqrt, tanh and sigmoid have derivatives that are simple
-// functions of their own output (exp' = exp, tanh' = 1 - tanh^2, ...), so they save the
+// derivative cheapest: exp, sqrt, tanh, sigmoid, rsqrt and expm1 have derivatives that are
+// simple functions of their own output (exp' = exp, tanh' = 1 - tanh^2, ...), so they save the
 // output and backward recomputes nothing expensive; the others save the input.
 #include <cmath>
+#include <limits>
+#include <optional>
 
 #include <minigrad/autograd/function.h>
 #include <minigrad/ops/cpu_loops.h>
@@ -199,6 +202,106 @@ struct Clamp : Function<Clamp> {
   }
 };
 
+// ---- more elementwise math ----
+
+// d/dx x^(-1/2) = -x^(-3/2) / 2 = -out^3 / 2: from the output, as for sqrt.
+struct Rsqrt : Function<Rsqrt> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("rsqrt", x, elementwise::Rsqrt{});
+    ctx.save_for_backward({out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const Tensor out = ctx.saved_tensors()[0];
+    return {mul(grad_outputs[0], mul(pow(out, 3.0), -0.5))};
+  }
+};
+
+// d/dx log(1 + x) = 1 / (1 + x).
+struct Log1p : Function<Log1p> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("log1p", x, elementwise::Log1p{});
+    ctx.save_for_backward({x});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {div(grad_outputs[0], add(ctx.saved_tensors()[0], 1.0))};
+  }
+};
+
+// d/dx (exp(x) - 1) = exp(x) = out + 1.
+struct Expm1 : Function<Expm1> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("expm1", x, elementwise::Expm1{});
+    ctx.save_for_backward({out});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {mul(grad_outputs[0], add(ctx.saved_tensors()[0], 1.0))};
+  }
+};
+
+struct Sin : Function<Sin> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("sin", x, elementwise::Sin{});
+    ctx.save_for_backward({x});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {mul(grad_outputs[0], cos(ctx.saved_tensors()[0]))};
+  }
+};
+
+struct Cos : Function<Cos> {
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    Tensor out = unary_float_op("cos", x, elementwise::Cos{});
+    ctx.save_for_backward({x});
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    return {mul(grad_outputs[0], neg(sin(ctx.saved_tensors()[0])))};
+  }
+};
+
+// sign and floor are piecewise constant: gradient 0 wherever it is defined, taken as 0 at
+// the steps too (as PyTorch does), so a model using them still runs backward.
+struct Sign : Function<Sign> {
+  static Tensor forward(Context&, const Tensor& x) { return unary_float_op("sign", x, elementwise::Sign{}); }
+  static tensor_list backward(Context&, tensor_list grad_outputs) { return {zeros_like(grad_outputs[0])}; }
+};
+
+struct Floor : Function<Floor> {
+  static Tensor forward(Context&, const Tensor& x) { return unary_float_op("floor", x, elementwise::Floor{}); }
+  static tensor_list backward(Context&, tensor_list grad_outputs) { return {zeros_like(grad_outputs[0])}; }
+};
+
+// base^e, the scalar the base. d/de = base^e * log(base) = out * log(base). At base 0, as
+// PyTorch defines it: 0^e is flat for e >= 0 (0 for e > 0, and 0^0 = 1 taken as flat), so
+// the gradient is 0 there rather than 0 * -inf = NaN; for e < 0 the formula stands.
+struct ScalarPow : Function<ScalarPow> {
+  struct State {
+    double base = 0.0;
+  };
+  static Tensor forward(Context& ctx, double base, const Tensor& exponent) {
+    check_defined("pow", "exponent", exponent);
+    check_floating("pow", "exponent", exponent);
+    Tensor out = unary_float_op("pow", exponent, elementwise::ScalarPow{base});
+    ctx.save_for_backward({exponent, out});
+    ctx.state<State>().base = base;
+    return out;
+  }
+  static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
+    const tensor_list saved = ctx.saved_tensors();
+    const Tensor& exponent = saved[0];
+    const Tensor& out = saved[1];
+    const double base = ctx.state<State>().base;
+    const Tensor by_formula = mul(grad_outputs[0], mul(out, std::log(base)));
+    if (base != 0.0) return {Tensor(), by_formula};
+    const Tensor zero = zeros({}, TensorOptions(by_formula.dtype()).device(by_formula.device()));
+    return {Tensor(), where(ge(exponent, 0.0), zero, by_formula)};
+  }
+};
+
 }  // namespace
 
 Tensor neg(const Tensor& x) { return Neg::apply(x); }
@@ -212,6 +315,34 @@ Tensor abs(const Tensor& x) { return Abs::apply(x); }
 Tensor pow(const Tensor& x, double exponent) { return PowScalar::apply(x, exponent); }
 Tensor pow(const Tensor& x, const Tensor& exponent) { return PowTensor::apply(x, exponent); }
 Tensor clamp(const Tensor& x, double min, double max) { return Clamp::apply(x, min, max); }
+
+// ---- more elementwise math ----
+// square is pow(x, 2) and reciprocal is 1 / x, as PyTorch defines them: their kernels and
+// gradients are pow's and rdiv's. The checks come first so that an error names the op called.
+Tensor square(const Tensor& x) {
+  check_defined("square", "self", x);
+  check_floating("square", "self", x);
+  return pow(x, 2.0);
+}
+Tensor rsqrt(const Tensor& x) { return Rsqrt::apply(x); }
+Tensor reciprocal(const Tensor& x) {
+  check_defined("reciprocal", "self", x);
+  check_floating("reciprocal", "self", x);
+  return rdiv(1.0, x);
+}
+Tensor log1p(const Tensor& x) { return Log1p::apply(x); }
+Tensor expm1(const Tensor& x) { return Expm1::apply(x); }
+Tensor sin(const Tensor& x) { return Sin::apply(x); }
+Tensor cos(const Tensor& x) { return Cos::apply(x); }
+Tensor sign(const Tensor& x) { return Sign::apply(x); }
+Tensor floor(const Tensor& x) { return Floor::apply(x); }
+Tensor pow(double base, const Tensor& exponent) { return ScalarPow::apply(base, exponent); }
+// A missing bound is an infinite one: the same kernel and gradient as clamp(x, min, max).
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+  MG_CHECK(min.has_value() || max.has_value(), "clamp: at least one of 'min' and 'max' must be given, got neither");
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return clamp(x, min.value_or(-kInf), max.value_or(kInf));
+}
 
 // The member forms (core/tensor.h).
 Tensor Tensor::neg() const { return minigrad::neg(*this); }
@@ -227,5 +358,17 @@ Tensor Tensor::pow(const Tensor& exponent) const { return minigrad::pow(*this, e
 Tensor Tensor::clamp(double min, double max) const { return minigrad::clamp(*this, min, max); }
 Tensor Tensor::clamp_min(double min) const { return minigrad::clamp_min(*this, min); }
 Tensor Tensor::clamp_max(double max) const { return minigrad::clamp_max(*this, max); }
+Tensor Tensor::square() const { return minigrad::square(*this); }
+Tensor Tensor::rsqrt() const { return minigrad::rsqrt(*this); }
+Tensor Tensor::reciprocal() const { return minigrad::reciprocal(*this); }
+Tensor Tensor::log1p() const { return minigrad::log1p(*this); }
+Tensor Tensor::expm1() const { return minigrad::expm1(*this); }
+Tensor Tensor::sin() const { return minigrad::sin(*this); }
+Tensor Tensor::cos() const { return minigrad::cos(*this); }
+Tensor Tensor::sign() const { return minigrad::sign(*this); }
+Tensor Tensor::floor() const { return minigrad::floor(*this); }
+Tensor Tensor::clamp(std::optional<double> min, std::optional<double> max) const {
+  return minigrad::clamp(*this, min, max);
+}
 
 }  // namespace minigrad

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -103,6 +104,27 @@ std::vector<UnaryCase> unary_cases() {
       {"softplus", [](const Tensor& x) { return softplus(x); }, anywhere},
       {"softplus(x, 2, 3)", [](const Tensor& x) { return softplus(x, 2.0, 3.0); },
        [](double v) { return away_from_kinks(v, {1.5}); }},
+      // ---- more elementwise ----
+      {"square", [](const Tensor& x) { return square(x); }, anywhere},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, positive},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, away_from_zero},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, positive},
+      {"expm1", [](const Tensor& x) { return expm1(x); }, anywhere},
+      {"sin", [](const Tensor& x) { return sin(x); }, anywhere},
+      {"cos", [](const Tensor& x) { return cos(x); }, anywhere},
+      {"sign", [](const Tensor& x) { return sign(x); }, [](double v) { return away_from_kinks(v, {0.0}); }},
+      // Halfway between integers: floor's finite differences never straddle a step.
+      {"floor", [](const Tensor& x) { return floor(x); }, [](double v) { return std::floor(2.0 * v) + 0.5; }},
+      {"pow(2, x)", [](const Tensor& x) { return pow(2.0, x); }, anywhere},
+      {"pow(0.5, x)", [](const Tensor& x) { return pow(0.5, x); }, anywhere},
+      {"clamp(x, nullopt, 0.3)", [](const Tensor& x) { return clamp(x, std::nullopt, 0.3); },
+       [](double v) { return away_from_kinks(v, {0.3}); }},
+      {"silu", [](const Tensor& x) { return silu(x); }, anywhere},
+      {"leaky_relu", [](const Tensor& x) { return leaky_relu(x); }, [](double v) { return away_from_kinks(v, {0.0}); }},
+      {"leaky_relu(x, 0.2)", [](const Tensor& x) { return leaky_relu(x, 0.2); },
+       [](double v) { return away_from_kinks(v, {0.0}); }},
+      {"elu", [](const Tensor& x) { return elu(x); }, [](double v) { return away_from_kinks(v, {0.0}); }},
+      {"elu(x, 0.5)", [](const Tensor& x) { return elu(x, 0.5); }, [](double v) { return away_from_kinks(v, {0.0}); }},
   };
 }
 
@@ -120,6 +142,11 @@ std::vector<BinaryCase> binary_cases() {
       {"mul", [](const Tensor& a, const Tensor& b) { return a * b; }, anywhere, anywhere},
       {"div", [](const Tensor& a, const Tensor& b) { return a / b; }, anywhere, away_from_zero},
       {"pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, positive, anywhere},
+      // ---- more elementwise ----
+      {"maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }, anywhere, anywhere},
+      {"minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }, anywhere, anywhere},
+      {"lerp(a, b, 0.3)", [](const Tensor& a, const Tensor& b) { return lerp(a, b, 0.3); }, anywhere, anywhere},
+      {"lerp(a, b, 0.8)", [](const Tensor& a, const Tensor& b) { return lerp(a, b, 0.8); }, anywhere, anywhere},
   };
 }
 
@@ -809,4 +836,241 @@ TEST_CASE("cuda maps: two outputs from one pass agree with the CPU" * doctest::s
       }
     });
   }
+}
+
+// ---------------------------------------------------------------------------------------
+// more elementwise: the three-input ops, the bool ops, masked_fill and where with scalars
+
+namespace {
+
+struct TripleLayout {
+  const char* name;
+  Shape a, b, c;
+};
+std::vector<TripleLayout> triple_layouts() {
+  return {{"same shape", {7, 13}, {7, 13}, {7, 13}},
+          {"1000003 elements", {1000003}, {1000003}, {1000003}},
+          {"all three broadcast", {3, 1}, {1, 4}, {3, 4}},
+          {"rows", {257, 1000}, {1000}, {257, 1000}},
+          {"a 0-d operand", {257, 1000}, {}, {257, 1000}},
+          {"empty", {0, 1}, {4}, {1}}};
+}
+
+using TernaryOp = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+
+}  // namespace
+
+TEST_CASE("cuda clamp with tensor bounds and lerp with a tensor weight: every dtype and layout, gradients" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(111);
+  const std::vector<std::pair<const char*, TernaryOp>> ops = {
+      {"clamp", [](const Tensor& x, const Tensor& lo, const Tensor& hi) { return clamp(x, lo, hi); }},
+      {"clamp(x, min, nullopt)",
+       [](const Tensor& x, const Tensor& lo, const Tensor&) { return clamp(x, lo, std::nullopt); }},
+      {"lerp", [](const Tensor& s, const Tensor& e, const Tensor& w) { return lerp(s, e, w); }}};
+  for (const auto& [name, op] : ops) {
+    INFO("op: " << std::string(name));
+    for (const TripleLayout& layout : triple_layouts()) {
+      INFO("layout: " << std::string(layout.name));
+      const Tensor a = randn64(layout.a) * 2.0;
+      const Tensor b = randn64(layout.b) - 0.5;
+      const Tensor c = randn64(layout.c) + 0.5;
+      for (const Agreement& agreement : agreements()) {
+        INFO("dtype: " << std::string(dtype_name(agreement.dtype)));
+        const Tensor ra = a.to(agreement.dtype), rb = b.to(agreement.dtype), rc = c.to(agreement.dtype);
+        const Tensor on_gpu = op(ra.to(kGpu), rb.to(kGpu), rc.to(kGpu));
+        CHECK(on_gpu.device() == kGpu);
+        CHECK(on_gpu.dtype() == agreement.dtype);
+        const DType cpu = reference_dtype(agreement.dtype);
+        CHECK_ALLCLOSE(on_gpu, op(ra.to(cpu), rb.to(cpu), rc.to(cpu)), agreement.rtol, agreement.atol);
+      }
+    }
+    // A transposed first operand.
+    const Tensor x = randn64({13, 7});
+    const Tensor lo = randn64({7}) - 0.5;
+    const Tensor hi = randn64({13, 1}) + 0.5;
+    CHECK_ALLCLOSE(op(x.to(kGpu).t(), lo.to(kGpu).unsqueeze(1), hi.to(kGpu).t()), op(x.t(), lo.unsqueeze(1), hi.t()),
+                   1e-12, 1e-14);
+    // Gradients: backward on the GPU against the CPU, gradcheck and gradgradcheck in float64.
+    const Tensor lo4 = randn64({4}) - 1.0;
+    const Tensor hi31 = randn64({3, 1}) + 1.0;
+    const Tensor away =
+        reference_map(randn64({3, 4}) * 2.0, [](double v) { return std::round(v * 4.0) / 4.0 + 0.125; });
+    // The one-sided clamp takes no third input.
+    const bool one_sided = std::string(name) == "clamp(x, min, nullopt)";
+    auto fn = [&](const tensor_list& in) { return op(in[0], in[1], one_sided ? in[1] : in[2]); };
+    for (DType dt : {kFloat64, kFloat32}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      check_backward_matches(fn, one_sided ? tensor_list{away, lo4} : tensor_list{away, lo4, hi31}, dt);
+    }
+    // Bounds and inputs a quarter apart on a grid offset by 1/8: no finite difference crosses a bound.
+    const Tensor grid_lo = reference_map(lo4, [](double v) { return std::round(v * 4.0) / 4.0; });
+    const Tensor grid_hi = reference_map(hi31, [](double v) { return std::round(v * 4.0) / 4.0; });
+    tensor_list inputs = {leaf(away.to(kGpu)), leaf(grid_lo.to(kGpu))};
+    if (!one_sided) inputs.push_back(leaf(grid_hi.to(kGpu)));
+    CHECK_GRADCHECK(fn, inputs);
+    CHECK_GRADGRADCHECK(fn, inputs);
+  }
+}
+
+TEST_CASE("cuda new activations and math ops: backward on the GPU agrees with the CPU" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(112);
+  for (const UnaryCase& c : unary_cases()) {
+    INFO("op: " << std::string(c.label));
+    const Tensor x = reference_map(randn64({257, 33}), c.domain);
+    for (DType dt : {kFloat64, kFloat32}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      check_backward_matches([&](const tensor_list& in) { return c.op(in[0]); }, {x}, dt);
+    }
+  }
+}
+
+TEST_CASE("cuda logical and bitwise ops: every dtype, broadcasting, exactly the CPU's answers" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(113);
+  const std::vector<std::pair<const char*, BinaryOp>> logical = {
+      {"logical_and", [](const Tensor& a, const Tensor& b) { return logical_and(a, b); }},
+      {"logical_or", [](const Tensor& a, const Tensor& b) { return logical_or(a, b); }},
+      {"logical_xor", [](const Tensor& a, const Tensor& b) { return logical_xor(a, b); }}};
+  const std::vector<std::pair<const char*, BinaryOp>> bitwise = {
+      {"&", [](const Tensor& a, const Tensor& b) { return a & b; }},
+      {"|", [](const Tensor& a, const Tensor& b) { return a | b; }},
+      {"^", [](const Tensor& a, const Tensor& b) { return a ^ b; }}};
+  for (const BinaryLayout& layout : binary_layouts()) {
+    INFO("layout: " << std::string(layout.name));
+    const Tensor a = small_integers(layout.a_base);
+    const Tensor b = small_integers(layout.b_base);
+    for (DType dt : all_dtypes()) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      const Tensor ta = layout.a_view(a.to(dt));
+      const Tensor tb = layout.b_view(b.to(dt));
+      const Tensor ga = layout.a_view(a.to(dt).to(kGpu));
+      const Tensor gb = layout.b_view(b.to(dt).to(kGpu));
+      for (const auto& [name, op] : logical) {
+        INFO("op: " << std::string(name));
+        const Tensor on_gpu = op(ga, gb);
+        CHECK(on_gpu.dtype() == kBool);
+        CHECK(on_gpu.device() == kGpu);
+        CHECK_ALLCLOSE(on_gpu, op(ta, tb), 0.0, 0.0);
+      }
+      // Mixed dtypes: the second operand as float32.
+      CHECK_ALLCLOSE(logical_and(ga, gb.to(kFloat32)), logical_and(ta, tb.to(kFloat32)), 0.0, 0.0);
+      CHECK_ALLCLOSE(logical_not(ga), logical_not(ta), 0.0, 0.0);
+      if (dt == kBool || dt == kInt64) {
+        // Larger int64 values, negative ones included, so that every bit pattern matters.
+        const Tensor wa = dt == kInt64 ? layout.a_view((a * 1000.0 + 7.0).to(dt)) : ta;
+        const Tensor wb = dt == kInt64 ? layout.b_view((b * 333.0 - 5.0).to(dt)) : tb;
+        for (const auto& [name, op] : bitwise) {
+          INFO("op: " << std::string(name));
+          const Tensor on_gpu = op(wa.to(kGpu), wb.to(kGpu));
+          CHECK(on_gpu.dtype() == dt);
+          CHECK(on_gpu.to(kCPU).to_vector<int64_t>() == op(wa, wb).to_vector<int64_t>());
+        }
+        CHECK((~wa.to(kGpu)).to(kCPU).to_vector<int64_t>() == (~wa).to_vector<int64_t>());
+      }
+    }
+  }
+  // NaN is true.
+  const Tensor with_nan = from_vector<double>({kNaN, 0.0, -0.0, kInf}, {4});
+  for (DType dt : {kFloat32, kBFloat16}) {
+    const Tensor x = with_nan.to(dt);
+    CHECK_ALLCLOSE(logical_not(x.to(kGpu)), logical_not(x), 0.0, 0.0);
+    CHECK_ALLCLOSE(logical_or(x.to(kGpu), x.to(kGpu)), logical_or(x, x), 0.0, 0.0);
+  }
+}
+
+TEST_CASE("cuda isnan, isinf, isfinite, isclose, allclose, equal: the CPU's answers" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(114);
+  const Tensor specials = from_vector<double>({kNaN, kInf, -kInf, 0.0, -0.0, 1e300, -2.5, 1e-300}, {2, 4});
+  for (DType dt : all_dtypes()) {
+    INFO("dtype: " << std::string(dtype_name(dt)));
+    const Tensor x = is_floating(dt) ? specials.to(dt) : small_integers({2, 4}).to(dt);
+    for (const UnaryOp& test : std::vector<UnaryOp>{[](const Tensor& t) { return isnan(t); },
+                                                   [](const Tensor& t) { return isinf(t); },
+                                                   [](const Tensor& t) { return isfinite(t); }}) {
+      const Tensor on_gpu = test(x.to(kGpu));
+      CHECK(on_gpu.dtype() == kBool);
+      CHECK(on_gpu.device() == kGpu);
+      CHECK_ALLCLOSE(on_gpu, test(x), 0.0, 0.0);
+      CHECK_ALLCLOSE(test(x.to(kGpu).t()), test(x.t()), 0.0, 0.0);
+    }
+  }
+  // isclose of random pairs, with tolerances that make some elements close and some not.
+  for (const BinaryLayout& layout : binary_layouts()) {
+    INFO("layout: " << std::string(layout.name));
+    const Tensor a = randn64(layout.a_base);
+    const Tensor b = randn64(layout.b_base);
+    for (DType dt : {kFloat64, kFloat32, kFloat16, kBFloat16}) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      const Tensor ta = layout.a_view(a.to(dt));
+      const Tensor tb = layout.b_view(b.to(dt));
+      for (double rtol : {1e-5, 0.5, 2.0}) {
+        CHECK_ALLCLOSE(isclose(ta.to(kGpu), tb.to(kGpu), rtol, 0.1), isclose(ta, tb, rtol, 0.1), 0.0, 0.0);
+        CHECK(allclose(ta.to(kGpu), tb.to(kGpu), rtol, 0.1) == allclose(ta, tb, rtol, 0.1));
+      }
+    }
+  }
+  const Tensor a = from_vector<double>({1.0, kNaN, kInf, kInf, 0.0}, {5});
+  const Tensor b = from_vector<double>({1.0 + 1e-6, kNaN, kInf, -kInf, 1e-9}, {5});
+  for (bool equal_nan : {false, true}) {
+    CHECK_ALLCLOSE(isclose(a.to(kGpu), b.to(kGpu), 1e-5, 1e-8, equal_nan), isclose(a, b, 1e-5, 1e-8, equal_nan), 0.0,
+                   0.0);
+  }
+  CHECK(allclose(a.to(kGpu).slice(0, 0, 1), b.to(kGpu).slice(0, 0, 1)));
+  CHECK_FALSE(allclose(a.to(kGpu), b.to(kGpu)));
+  const Tensor x = randn64({257, 1000});
+  CHECK(equal(x.to(kGpu), x.to(kGpu).clone()));
+  CHECK(equal(x.to(kGpu).t(), x.t().contiguous().to(kGpu)));
+  CHECK_FALSE(equal(x.to(kGpu), (x + 1e-9).to(kGpu)));
+  CHECK_FALSE(equal(x.to(kGpu), x.to(kGpu).reshape({1000, 257})));
+  CHECK(x.to(kGpu).equal(x.to(kGpu)));
+}
+
+TEST_CASE("cuda masked_fill out of place and where with scalars: every dtype, broadcasting, gradients" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(115);
+  struct FillLayout {
+    const char* name;
+    Shape x, mask;
+  };
+  const std::vector<FillLayout> layouts = {{"same shape", {7, 13}, {7, 13}},
+                                           {"1000003 elements", {1000003}, {1000003}},
+                                           {"a row mask", {257, 1000}, {1000}},
+                                           {"the mask larger than x", {3, 1}, {2, 3, 4}},
+                                           {"empty", {0, 4}, {4}}};
+  for (const FillLayout& layout : layouts) {
+    INFO("layout: " << std::string(layout.name));
+    const Tensor values = small_integers(layout.x);
+    const Tensor mask = gt(randn64(layout.mask), 0.0);
+    for (DType dt : all_dtypes()) {
+      INFO("dtype: " << std::string(dtype_name(dt)));
+      const Tensor x = values.to(dt);
+      const Tensor on_gpu = masked_fill(x.to(kGpu), mask.to(kGpu), 2.0);
+      CHECK(on_gpu.dtype() == dt);
+      CHECK(on_gpu.device() == kGpu);
+      CHECK_ALLCLOSE(on_gpu, masked_fill(x, mask, 2.0), 0.0, 0.0);
+      const Tensor value = full({}, -1.0, dt);
+      CHECK_ALLCLOSE(masked_fill(x.to(kGpu), mask.to(kGpu), value.to(kGpu)), masked_fill(x, mask, value), 0.0, 0.0);
+      const Tensor condition = gt(randn64(layout.x), 0.0);
+      CHECK_ALLCLOSE(where(condition.to(kGpu), 1.0, x.to(kGpu)), where(condition, 1.0, x), 0.0, 0.0);
+      CHECK_ALLCLOSE(where(condition.to(kGpu), x.to(kGpu), -3.0), where(condition, x, -3.0), 0.0, 0.0);
+    }
+  }
+  const Tensor condition = gt(randn64({13, 7}), 0.0);
+  const Tensor both = where(condition.to(kGpu), 1.5, -2.0);
+  CHECK(both.dtype() == kFloat32);
+  CHECK(both.device() == kGpu);
+  CHECK_ALLCLOSE(both, where(condition, 1.5, -2.0), 0.0, 0.0);
+  // A transposed x; gradients to x and to a 0-d value, GPU against CPU.
+  const Tensor x = randn64({7, 13});
+  const Tensor mask = condition.t();
+  CHECK_ALLCLOSE(masked_fill(x.to(kGpu).t(), condition.to(kGpu), 0.5), masked_fill(x.t(), condition, 0.5), 0.0, 0.0);
+  auto fn = [&](const tensor_list& in) {
+    return masked_fill(masked_fill(in[0], mask.to(in[0].device()), 0.25), lt(in[0], -1.0), in[1]);
+  };
+  for (DType dt : {kFloat64, kFloat32}) check_backward_matches(fn, {x, scalar_tensor(0.5, kFloat64)}, dt);
+  CHECK_GRADGRADCHECK([&](const tensor_list& in) { return masked_fill(in[0] * in[0], mask.to(kGpu), in[1]); },
+                      (tensor_list{leaf(x.to(kGpu)), leaf(scalar_tensor(0.5, TensorOptions(kFloat64).device(kGpu)))}));
 }

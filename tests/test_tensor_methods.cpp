@@ -155,6 +155,53 @@ TEST_CASE("each member form gives the bits and the history of its function") {
        [](auto& a, auto&) { return std::get<0>(topk(a, 2)); }},
       {"topk indices", [](auto& a, auto&) { return std::get<1>(a.topk(3, 0, false)); },
        [](auto& a, auto&) { return std::get<1>(topk(a, 3, 0, false)); }, false},
+      // ---- more elementwise ----
+      {"square", [](auto& a, auto& b) { return a.mul(b).square(); }, [](auto& a, auto& b) { return square(mul(a, b)); }},
+      {"rsqrt", [](auto& a, auto&) { return a.rsqrt(); }, [](auto& a, auto&) { return rsqrt(a); }},
+      {"reciprocal", [](auto& a, auto&) { return a.reciprocal(); }, [](auto& a, auto&) { return reciprocal(a); }},
+      {"log1p", [](auto& a, auto&) { return a.log1p(); }, [](auto& a, auto&) { return log1p(a); }},
+      {"expm1", [](auto& a, auto&) { return a.expm1(); }, [](auto& a, auto&) { return expm1(a); }},
+      {"sin", [](auto& a, auto& b) { return a.mul(b).sin(); }, [](auto& a, auto& b) { return sin(mul(a, b)); }},
+      {"cos", [](auto& a, auto& b) { return a.mul(b).cos(); }, [](auto& a, auto& b) { return cos(mul(a, b)); }},
+      {"sign", [](auto& a, auto& b) { return a.mul(b).sign(); }, [](auto& a, auto& b) { return sign(mul(a, b)); }},
+      {"floor", [](auto& a, auto& b) { return a.mul(b).floor(); }, [](auto& a, auto& b) { return floor(mul(a, b)); }},
+      {"clamp optional", [](auto& a, auto&) { return a.clamp(std::nullopt, 1.2); },
+       [](auto& a, auto&) { return clamp(a, std::nullopt, 1.2); }},
+      {"clamp tensors", [](auto& a, auto& b) { return a.clamp(b, add(b, 1.0)); },
+       [](auto& a, auto& b) { return clamp(a, b, add(b, 1.0)); }},
+      {"clamp_min tensor", [](auto& a, auto& b) { return a.clamp_min(b); }, [](auto& a, auto& b) { return clamp_min(a, b); }},
+      {"clamp_max tensor", [](auto& a, auto& b) { return a.clamp_max(b); }, [](auto& a, auto& b) { return clamp_max(a, b); }},
+      {"maximum", [](auto& a, auto& b) { return a.maximum(b); }, [](auto& a, auto& b) { return maximum(a, b); }},
+      {"minimum", [](auto& a, auto& b) { return a.minimum(b); }, [](auto& a, auto& b) { return minimum(a, b); }},
+      {"lerp scalar", [](auto& a, auto& b) { return a.lerp(b, 0.3); }, [](auto& a, auto& b) { return lerp(a, b, 0.3); }},
+      {"lerp tensor", [](auto& a, auto& b) { return a.lerp(mul(a, 2.0), b); },
+       [](auto& a, auto& b) { return lerp(a, mul(a, 2.0), b); }},
+      {"masked_fill", [](auto& a, auto& b) { return a.masked_fill(gt(b, 0.0), -1.0); },
+       [](auto& a, auto& b) { return masked_fill(a, gt(b, 0.0), -1.0); }},
+      {"masked_fill tensor", [](auto& a, auto& b) { return a.masked_fill(gt(b, 0.0), b.sum()); },
+       [](auto& a, auto& b) { return masked_fill(a, gt(b, 0.0), b.sum()); }},
+      {"logical_and", [](auto& a, auto& b) { return a.logical_and(gt(b, 0.0)); },
+       [](auto& a, auto& b) { return logical_and(a, gt(b, 0.0)); }, false},
+      {"logical_or", [](auto& a, auto& b) { return gt(a, 1.0).logical_or(b); },
+       [](auto& a, auto& b) { return logical_or(gt(a, 1.0), b); }, false},
+      {"logical_xor", [](auto& a, auto& b) { return gt(a, 1.0).logical_xor(gt(b, 0.0)); },
+       [](auto& a, auto& b) { return logical_xor(gt(a, 1.0), gt(b, 0.0)); }, false},
+      {"logical_not", [](auto& a, auto&) { return gt(a, 1.0).logical_not(); },
+       [](auto& a, auto&) { return logical_not(gt(a, 1.0)); }, false},
+      {"bitwise_and", [](auto& a, auto& b) { return gt(a, 1.0).bitwise_and(gt(b, 0.0)); },
+       [](auto& a, auto& b) { return bitwise_and(gt(a, 1.0), gt(b, 0.0)); }, false},
+      {"bitwise_or", [](auto& a, auto& b) { return gt(a, 1.0).bitwise_or(gt(b, 0.0)); },
+       [](auto& a, auto& b) { return bitwise_or(gt(a, 1.0), gt(b, 0.0)); }, false},
+      {"bitwise_xor", [](auto& a, auto& b) { return gt(a, 1.0).bitwise_xor(gt(b, 0.0)); },
+       [](auto& a, auto& b) { return bitwise_xor(gt(a, 1.0), gt(b, 0.0)); }, false},
+      {"bitwise_not", [](auto& a, auto&) { return gt(a, 1.0).bitwise_not(); },
+       [](auto& a, auto&) { return bitwise_not(gt(a, 1.0)); }, false},
+      {"isnan", [](auto& a, auto& b) { return a.div(b).isnan(); }, [](auto& a, auto& b) { return isnan(div(a, b)); }, false},
+      {"isinf", [](auto& a, auto& b) { return a.div(b).isinf(); }, [](auto& a, auto& b) { return isinf(div(a, b)); }, false},
+      {"isfinite", [](auto& a, auto& b) { return a.div(b).isfinite(); },
+       [](auto& a, auto& b) { return isfinite(div(a, b)); }, false},
+      {"isclose", [](auto& a, auto& b) { return a.isclose(b, 0.5, 0.1); },
+       [](auto& a, auto& b) { return isclose(a, b, 0.5, 0.1); }, false},
   };
   std::vector<Device> devices = {Device::cpu()};
   if (cuda_is_available()) devices.push_back(Device::cuda(0));
@@ -180,6 +227,26 @@ TEST_CASE("each member form gives the bits and the history of its function") {
         if (via_member[i].defined()) CHECK(same_values(via_member[i], via_function[i]));
       }
     }
+  }
+}
+
+TEST_CASE("equal and allclose as members give the functions' answers") {
+  manual_seed(13);
+  const Tensor x = randn({3, 4}, kFloat64);
+  const Tensor near = add(x, 1e-9);
+  std::vector<Device> devices = {Device::cpu()};
+  if (cuda_is_available()) devices.push_back(Device::cuda(0));
+  for (Device device : devices) {
+    CAPTURE(device);
+    const Tensor a = x.to(device);
+    const Tensor b = near.to(device);
+    CHECK(a.equal(a.clone()) == equal(a, a.clone()));
+    CHECK(a.equal(a.clone()));
+    CHECK_FALSE(a.equal(b));
+    CHECK(a.allclose(b) == allclose(a, b));
+    CHECK(a.allclose(b));
+    CHECK_FALSE(a.allclose(b, 0.0, 1e-12));
+    CHECK(a.allclose(b, 0.0, 1e-8, true));
   }
 }
 
