@@ -903,9 +903,11 @@ TEST_CASE("cuda clamp with tensor bounds and lerp with a tensor weight: every dt
       INFO("dtype: " << std::string(dtype_name(dt)));
       check_backward_matches(fn, one_sided ? tensor_list{away, lo4} : tensor_list{away, lo4, hi31}, dt);
     }
-    // Bounds and inputs a quarter apart on a grid offset by 1/8: no finite difference crosses a bound.
+    // Inputs on a grid of quarters offset by 1/8, min on the grid, max offset by 1/16: no two
+    // of x, min and max are equal (min == max is a kink too), so no finite difference
+    // crosses one.
     const Tensor grid_lo = reference_map(lo4, [](double v) { return std::round(v * 4.0) / 4.0; });
-    const Tensor grid_hi = reference_map(hi31, [](double v) { return std::round(v * 4.0) / 4.0; });
+    const Tensor grid_hi = reference_map(hi31, [](double v) { return std::round(v * 4.0) / 4.0 + 0.0625; });
     tensor_list inputs = {leaf(away.to(kGpu)), leaf(grid_lo.to(kGpu))};
     if (!one_sided) inputs.push_back(leaf(grid_hi.to(kGpu)));
     CHECK_GRADCHECK(fn, inputs);
