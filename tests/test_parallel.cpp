@@ -27,7 +27,7 @@ bool same_bits(const Tensor& a, const Tensor& b) {
   if (a.sizes() != b.sizes()) return false;
   const std::vector<T> va = a.contiguous().to_vector<T>();
   const std::vector<T> vb = b.contiguous().to_vector<T>();
-  return std::memcmp(va.data(), vb.data(), va.size() * sizeof(T)) == 0;
+  return va.empty() || std::memcmp(va.data(), vb.data(), va.size() * sizeof(T)) == 0;
 }
 
 // fn() with n threads, the result detached from any graph.
