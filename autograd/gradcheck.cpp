@@ -149,12 +149,14 @@ GradcheckReport check_jacobian(const char* check_name, const MultiOutputFn& fn, 
   std::vector<bool> reached(inputs.size(), false);
   // Gradients of output o (weighted by `grad_out`) with respect to the wanted inputs: one
   // vector per input, empty where unreached (a zero gradient).
-  auto backward_of = [&](const tensor_list& xs, const Tensor& out, const Tensor& grad_out) {
+  // retain_graph: the outputs share one graph, and a projection backpropagates through each
+  // of them in turn (gradgradcheck's G has one output per input that requires grad).
+  auto backward_of = [&](const tensor_list& xs, const Tensor& out, const Tensor& grad_out, bool retain_graph) {
     std::vector<std::vector<double>> g(inputs.size());
     if (!out.requires_grad()) return g;  // depends on no input that requires grad
     tensor_list targets;
     for (size_t k : wanted) targets.push_back(xs[k]);
-    const tensor_list grads = autograd::grad({out}, targets, {grad_out}, std::nullopt, false, /*allow_unused=*/true);
+    const tensor_list grads = autograd::grad({out}, targets, {grad_out}, retain_graph, false, /*allow_unused=*/true);
     for (size_t w = 0; w < wanted.size(); ++w) {
       if (!grads[w].defined()) continue;
       reached[wanted[w]] = true;
@@ -185,7 +187,7 @@ GradcheckReport check_jacobian(const char* check_name, const MultiOutputFn& fn, 
         const tensor_list outs = fn(xs);
         std::vector<double> one_hot(static_cast<size_t>(outs0[o].numel()), 0.0);
         one_hot[static_cast<size_t>(e)] = 1.0;
-        const auto g = backward_of(xs, outs[o], from_vector(one_hot, outs[o].sizes(), out_options));
+        const auto g = backward_of(xs, outs[o], from_vector(one_hot, outs[o].sizes(), out_options), false);
         const size_t j = static_cast<size_t>(offset[o] + e);
         for (size_t k = 0; k < inputs.size(); ++k)
           for (size_t i = 0; i < g[k].size(); ++i) analytical[k][j * g[k].size() + i] = g[k][i];
@@ -221,7 +223,8 @@ GradcheckReport check_jacobian(const char* check_name, const MultiOutputFn& fn, 
       for (size_t o = 0; o < outs.size(); ++o) {
         const std::vector<double> v_o(v.begin() + offset[o], v.begin() + offset[o] + outs[o].numel());
         const auto g_o = backward_of(
-            xs, outs[o], from_vector(v_o, outs[o].sizes(), TensorOptions(outs[o].dtype()).device(outs[o].device())));
+            xs, outs[o], from_vector(v_o, outs[o].sizes(), TensorOptions(outs[o].dtype()).device(outs[o].device())),
+            /*retain_graph=*/o + 1 < outs.size());
         for (size_t k = 0; k < inputs.size(); ++k) {
           if (g_o[k].empty()) continue;
           if (g[k].empty()) g[k].assign(g_o[k].size(), 0.0);

@@ -251,3 +251,18 @@ TEST_CASE("gradcheck and gradgradcheck work under NoGradGuard, and leave grad mo
   CHECK_GRADGRADCHECK(fn, two_inputs());
   CHECK(!GradMode::is_enabled());
 }
+
+TEST_CASE("gradgradcheck with random projections, two inputs: the first gradients share one graph") {
+  // G(a, b, g) has one output per input (dG/da and dG/db), recorded in one graph: the
+  // projection backpropagates through each in turn, so the graph must outlive the first.
+  auto product_of_squares = [](const tensor_list& x) {
+    const Tensor p = x[0] * x[1];  // used twice: both first gradients go through its node
+    return p * p;
+  };
+  GradcheckOptions projections;
+  projections.random_projections = 3;
+  const GradcheckReport report = gradgradcheck(product_of_squares, two_inputs(), {}, projections);
+  INFO(report.summary());
+  CHECK(report.passed);
+  CHECK(report.elements_checked > 0);
+}
