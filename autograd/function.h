@@ -48,7 +48,7 @@ class SavedValue {
   SavedValue(double v) : v_(v) {}                    // NOLINT: implicit on purpose
   SavedValue(float v) : v_(static_cast<double>(v)) {}  // NOLINT
   SavedValue(bool v) : v_(v) {}                      // NOLINT
-  template <typename I, typename = std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>>>
+  template <typename I, IfInteger<I> = 0>
   SavedValue(I v) : v_(static_cast<int64_t>(v)) {}  // NOLINT
   SavedValue(Shape v) : v_(std::move(v)) {}          // NOLINT
   SavedValue(std::string v) : v_(std::move(v)) {}    // NOLINT

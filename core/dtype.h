@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -152,6 +153,12 @@ template <> struct dtype_of<Half> { static constexpr DType value = kFloat16; };
 template <> struct dtype_of<BFloat16> { static constexpr DType value = kBFloat16; };
 template <> struct dtype_of<int64_t> { static constexpr DType value = kInt64; };
 template <> struct dtype_of<bool> { static constexpr DType value = kBool; };
+
+// For overloads that take any integer type but bool: x.sum(1), Scalar(7), split(2). A
+// template parameter `IfInteger<Int> = 0` keeps a braced list ({1}) and a bool from picking
+// the overload.
+template <typename Int>
+using IfInteger = std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int>;
 
 // Calls f(T{}) with T the C++ type of `t`, for any dtype. Kernels write
 //   dispatch_all(x.dtype(), [&](auto tag) { using scalar_t = decltype(tag); ... });

@@ -24,7 +24,7 @@ class Scalar {
   Scalar(double v) : kind_(Kind::Floating), d_(v) {}  // NOLINT: implicit, as in LibTorch
   Scalar(float v) : Scalar(static_cast<double>(v)) {}  // NOLINT
   Scalar(bool v) : kind_(Kind::Boolean), i_(v ? 1 : 0) {}  // NOLINT
-  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Scalar(Int v) : kind_(Kind::Integral), i_(static_cast<int64_t>(v)) {}  // NOLINT
 
   Kind kind() const { return kind_; }

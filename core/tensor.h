@@ -182,7 +182,7 @@ class Tensor {
   // split(2): views of 2 along dim, the last one smaller when 2 does not divide the size.
   // split({2, 3}): views of those sizes, which must add up to the size (split_with_sizes).
   // The integer form is a template, so that a braced list, even of one size, is the list form.
-  template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   tensor_list split(Int split_size, int64_t dim = 0) const {
     return split_by_size(static_cast<int64_t>(split_size), dim);
   }
@@ -276,17 +276,15 @@ class Tensor {
   // ---- reductions (differentiable) ----
   Tensor sum() const;
   Tensor sum(const Shape& dims, bool keepdim = false) const;
-  // One dim as an integer: x.sum(1), x.sum(-1, true). A template, so that a braced list
-  // never picks it: x.sum({}) stays "every dim" and x.sum({1}) is the list form.
-  template <typename Int>
-  using IfDimIndex = std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int>;
-  template <typename Int, IfDimIndex<Int> = 0>
+  // One dim as an integer: x.sum(1), x.sum(-1, true). A template (IfInteger, core/dtype.h),
+  // so that a braced list never picks it: x.sum({}) stays "every dim", x.sum({1}) the list form.
+  template <typename Int, IfInteger<Int> = 0>
   Tensor sum(Int dim, bool keepdim = false) const {
     return sum(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
   Tensor mean() const;
   Tensor mean(const Shape& dims, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor mean(Int dim, bool keepdim = false) const {
     return mean(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
@@ -298,17 +296,17 @@ class Tensor {
   std::tuple<Tensor, Tensor> min(int64_t dim, bool keepdim = false) const;  // (values, indices)
   Tensor argmin(int64_t dim, bool keepdim = false) const;  // int64, no gradient
   Tensor amax(const Shape& dims = {}, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor amax(Int dim, bool keepdim = false) const {
     return amax(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
   Tensor amin(const Shape& dims = {}, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor amin(Int dim, bool keepdim = false) const {
     return amin(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
   Tensor logsumexp(const Shape& dims, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor logsumexp(Int dim, bool keepdim = false) const {
     return logsumexp(Shape{static_cast<int64_t>(dim)}, keepdim);
   }
@@ -316,18 +314,18 @@ class Tensor {
   Tensor prod(int64_t dim, bool keepdim = false) const;
   Tensor var() const;
   Tensor var(const Shape& dims, double correction = 1.0, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor var(Int dim, double correction = 1.0, bool keepdim = false) const {
     return var(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
   }
   Tensor std() const;
   Tensor std(const Shape& dims, double correction = 1.0, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor std(Int dim, double correction = 1.0, bool keepdim = false) const {
     return std(Shape{static_cast<int64_t>(dim)}, correction, keepdim);
   }
   Tensor norm(double p = 2.0, const Shape& dims = {}, bool keepdim = false) const;
-  template <typename Int, IfDimIndex<Int> = 0>
+  template <typename Int, IfInteger<Int> = 0>
   Tensor norm(double p, Int dim, bool keepdim = false) const {
     return norm(p, Shape{static_cast<int64_t>(dim)}, keepdim);
   }

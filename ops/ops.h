@@ -223,7 +223,7 @@ Tensor stack(const tensor_list& tensors, int64_t dim = 0);
 Tensor flatten(const Tensor& x, int64_t start_dim = 0, int64_t end_dim = -1);
 Tensor narrow(const Tensor& x, int64_t dim, int64_t start, int64_t length);
 tensor_list chunk(const Tensor& x, int64_t chunks, int64_t dim = 0);
-template <typename Int, std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>, int> = 0>
+template <typename Int, IfInteger<Int> = 0>
 tensor_list split(const Tensor& x, Int split_size, int64_t dim = 0) {
   return x.split(split_size, dim);
 }
