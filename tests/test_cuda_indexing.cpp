@@ -5,7 +5,6 @@
 // gradcheck and gradgradcheck in float64 on the GPU; the errors, raised on the host.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <numeric>
@@ -20,14 +19,6 @@ using namespace minigrad::test;
 namespace {
 
 Tensor random_index(const Shape& sizes, int64_t bound) { return mul(rand(sizes, kFloat64), double(bound)).to(kInt64); }
-
-// The same bits, NaN included.
-bool same_bits(const Tensor& a, const Tensor& b) {
-  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
-  const std::vector<double> va = a.cpu().to_vector<double>();
-  const std::vector<double> vb = b.cpu().to_vector<double>();
-  return va.empty() || std::memcmp(va.data(), vb.data(), va.size() * sizeof(double)) == 0;
-}
 
 const std::vector<DType> kAllDTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64, kBool};
 const std::vector<DType> kAddDTypes = {kFloat32, kFloat64, kFloat16, kBFloat16, kInt64};

@@ -1,9 +1,12 @@
 #pragma once
-// Shared by the doctest suites: minigrad, the gradcheck/allclose macros, and a check
-// that an expression throws minigrad::Error whose message contains a substring.
+// Shared by the doctest suites: minigrad, the gradcheck/allclose macros, a check that an
+// expression throws minigrad::Error whose message contains a substring, and a comparison of
+// two tensors bit for bit.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include <minigrad/autograd/doctest_helpers.h>
 #include <minigrad/minigrad.h>
@@ -23,3 +26,20 @@
     CHECK(mg_thrown_);                                                             \
     CHECK(mg_what_.find(substring) != std::string::npos);                          \
   } while (0)
+
+namespace minigrad {
+namespace test {
+
+// The same sizes, dtype and values bit for bit, on any devices: NaN equals NaN (of the same
+// bits) and -0 differs from 0, where == would say the opposite. Every dtype holds exactly in
+// double, so comparing the doubles compares the elements.
+inline bool same_bits(const Tensor& a, const Tensor& b) {
+  if (a.sizes() != b.sizes() || a.dtype() != b.dtype()) return false;
+  const std::vector<double> va = a.to_vector<double>();
+  const std::vector<double> vb = b.to_vector<double>();
+  // An empty vector's data() may be null, which memcmp must not see even for 0 bytes.
+  return va.empty() || std::memcmp(va.data(), vb.data(), va.size() * sizeof(double)) == 0;
+}
+
+}  // namespace test
+}  // namespace minigrad
