@@ -115,8 +115,7 @@ struct Abs : Function<Abs> {
   }
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor x = ctx.saved_tensors()[0];
-    const Tensor sign = sub(gt(x, 0.0).to(x.dtype()), lt(x, 0.0).to(x.dtype()));
-    return {mul(grad_outputs[0], sign)};
+    return {mul(grad_outputs[0], sign(x))};
   }
 };
 
