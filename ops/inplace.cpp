@@ -91,20 +91,21 @@ void dispatch_arithmetic(const char* op, const Tensor& self, F&& f) {
   });
 }
 
-// self[i] = f(self[i]), on self's device.
-template <typename F>
-void update_each(const char* op, const Tensor& self, const F& f) {
-  dispatch_arithmetic(op, self, [&](auto tag) {
-    using scalar_t = decltype(tag);
-    elementwise_map<scalar_t, scalar_t>(op, self, self, f);
-  });
+// Calls f(T{}) for self's dtype: the arithmetic types, or with kFloatingOnly the floating
+// ones, for the updates that have no int64 kernel (true division, clamp, relu; their callers
+// have refused int64 with check_floating, naming the op).
+template <bool kFloatingOnly, typename F>
+void dispatch_update(const char* op, const Tensor& self, F&& f) {
+  if constexpr (kFloatingOnly)
+    dispatch_floating(self.dtype(), f);
+  else
+    dispatch_arithmetic(op, self, f);
 }
 
-// The same, for the updates that exist only for floating-point tensors (true division,
-// clamp, relu); check_floating has refused the others with the op's name.
-template <typename F>
-void update_each_floating(const char* op, const Tensor& self, const F& f) {
-  dispatch_floating(self.dtype(), [&](auto tag) {
+// self[i] = f(self[i]), on self's device.
+template <bool kFloatingOnly = false, typename F>
+void update_each(const char* op, const Tensor& self, const F& f) {
+  dispatch_update<kFloatingOnly>(op, self, [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t>(op, self, self, f);
   });
@@ -112,11 +113,11 @@ void update_each_floating(const char* op, const Tensor& self, const F& f) {
 
 // self[i] = f(self[i], other[i]) with other broadcast to self's shape. Reading and
 // writing self at the same element in one step is safe: each element is read once, first.
-template <typename F>
+template <bool kFloatingOnly = false, typename F>
 void update_each_with(const char* op, const Tensor& self, const Tensor& other, const F& f) {
   check_same_device(op, "self", self, "other", other);
   check_same_dtype(op, "self", self, "other", other);
-  dispatch_arithmetic(op, self, [&](auto tag) {
+  dispatch_update<kFloatingOnly>(op, self, [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t, scalar_t>(op, self, self, other, f);
   });
@@ -196,12 +197,7 @@ Tensor& Tensor::div_(const Tensor& other) {
   check_writable("div_", "div()", *this);
   check_floating("div_", *this);
   const Tensor operand = checked_operand("div_", "div()", "other", other, *this);
-  check_same_device("div_", "self", *this, "other", operand);
-  check_same_dtype("div_", "self", *this, "other", operand);
-  dispatch_floating(dtype(), [&](auto tag) {
-    using scalar_t = decltype(tag);
-    elementwise_map<scalar_t, scalar_t, scalar_t>("div_", *this, *this, operand, elementwise::Div{});
-  });
+  update_each_with</*kFloatingOnly=*/true>("div_", *this, operand, elementwise::Div{});
   bump_version(*this);
   return *this;
 }
@@ -209,7 +205,7 @@ Tensor& Tensor::div_(const Tensor& other) {
 Tensor& Tensor::div_(double other) {
   check_writable("div_", "div()", *this);
   check_floating("div_", *this);
-  update_each_floating("div_", *this, elementwise::DivScalar{other});
+  update_each</*kFloatingOnly=*/true>("div_", *this, elementwise::DivScalar{other});
   bump_version(*this);
   return *this;
 }
@@ -221,7 +217,8 @@ Tensor& Tensor::clamp_(std::optional<double> min, std::optional<double> max) {
   check_floating("clamp_", *this);
   MG_CHECK(min || max, "clamp_: at least one of 'min' and 'max' must be given");
   const double inf = std::numeric_limits<double>::infinity();
-  update_each_floating("clamp_", *this, elementwise::Clamp{min.value_or(-inf), max.value_or(inf)});
+  update_each</*kFloatingOnly=*/true>("clamp_", *this,
+                                      elementwise::Clamp{min.value_or(-inf), max.value_or(inf)});
   bump_version(*this);
   return *this;
 }
@@ -232,7 +229,7 @@ Tensor& Tensor::clamp_max_(double max) { return clamp_(std::nullopt, max); }
 Tensor& Tensor::relu_() {
   check_writable("relu_", "relu()", *this);
   check_floating("relu_", *this);
-  update_each_floating("relu_", *this, elementwise::Relu{});
+  update_each</*kFloatingOnly=*/true>("relu_", *this, elementwise::Relu{});
   bump_version(*this);
   return *this;
 }
