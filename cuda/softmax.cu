@@ -2,12 +2,9 @@
 //
 // Each row is reduced (forward: its maximum and the sum of exp(x - max); backward:
 // sum(grad * y) or sum(grad)) and then written, elementwise. Two kernels per direction:
-//  - rows of up to 8192 elements are held in registers, 32 elements per thread at most,
-//    from the load to the write: each input is read once and the output written once, the
-//    least traffic there is. Up to 1024 elements a warp holds a row (blocks of 4 warps, 4
-//    rows: shuffles only, no barrier); longer rows get a block of just enough threads
-//    (64 to 256), so that many rows are in flight on each SM while their reductions wait
-//    on barriers. 256 threads x 32 floats (or doubles) stay within any register budget.
+//  - rows of up to 8192 elements are held in registers (cuda/row_kernels.cuh says how):
+//    each input is read once and the output written once, the least traffic there is.
+//    256 threads x 32 floats (or doubles) stay within any register budget.
 //  - longer rows: a block of 512 threads per row, two passes. The first folds each element
 //    into a running (max, sum) pair, rescaling the sum whenever the maximum grows ("online"
 //    softmax), so one read gives both statistics; the second reads the row again (from L2
@@ -25,6 +22,7 @@
 #include <minigrad/core/dispatch.h>
 #include <minigrad/cuda/block_reduce.cuh>
 #include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/row_kernels.cuh>
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/cuda/softmax.h>
 #include <minigrad/cuda/vector.cuh>
@@ -33,27 +31,6 @@
 namespace minigrad {
 namespace cuda {
 namespace {
-
-// Elements each thread holds in registers, at most.
-constexpr int kElementsPerThread = 32;
-constexpr int64_t kMaxWarpRow = kWarpSize * kElementsPerThread;  // 1024
-constexpr int kWarpsPerBlock = 4;
-constexpr int kMaxRowThreads = 256;
-constexpr int64_t kMaxRegisterRow = kMaxRowThreads * kElementsPerThread;  // 8192
-constexpr int kOnlineThreads = 512;
-
-struct Plus {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return a + b;
-  }
-};
-struct Max {
-  template <typename T>
-  __device__ T operator()(T a, T b) const {
-    return fmax(a, b);
-  }
-};
 
 // ---- the running (max, sum) pair of the long-row kernel ----
 
@@ -87,28 +64,6 @@ struct CombineMaxSum {
 };
 
 // ---- forward ----
-
-// Combines one value per thread across the threads of a row: shuffles when a warp holds
-// the row, the block's combine (a barrier) when the row has the block to itself.
-template <bool kWarpPerRow, typename T, typename Combine>
-__device__ __forceinline__ T row_allreduce(T value, Combine combine, T identity, T (&shared)[kWarpSize]) {
-  if constexpr (kWarpPerRow)
-    return warp_allreduce(value, combine);
-  else
-    return block_allreduce(value, combine, identity, shared);
-}
-
-// Which row this thread works on, and its place among the row's threads.
-template <bool kWarpPerRow>
-struct RowThread {
-  int64_t row;
-  int thread;
-  int threads_per_row;
-  __device__ RowThread()
-      : row(kWarpPerRow ? static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize : blockIdx.x),
-        thread(kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x),
-        threads_per_row(kWarpPerRow ? kWarpSize : blockDim.x) {}
-};
 
 // A row in registers, held by a warp (kWarpPerRow: kWarpsPerBlock rows per block) or by the
 // whole block. Thread t holds the row's vectors t, t + threads_per_row, ...
@@ -295,75 +250,6 @@ __global__ void softmax_backward_online_kernel(const T* __restrict__ grad, const
     }
     out[k] = result;
   }
-}
-
-// ---- launching ----
-
-// Calls launch(std::integral_constant<int, kVec>{}) with kVec the elements per 16-byte
-// vector of T when rows of n elements at these pointers allow vector access (n a multiple
-// of it, pointers aligned: then every row is aligned), else with 1.
-template <typename T, typename Launch>
-void with_vector_width(int64_t n, std::initializer_list<const void*> pointers, Launch&& launch) {
-  constexpr int kVec = kElementsPer16Bytes<T>;
-  bool vectorized = n % kVec == 0;
-  for (const void* p : pointers) vectorized = vectorized && is_aligned_for<AlignedVector<T, kVec>>(p);
-  if (vectorized)
-    launch(std::integral_constant<int, kVec>{});
-  else
-    launch(std::integral_constant<int, 1>{});
-}
-
-// Calls launch(std::integral_constant<int, P>{}) with P the smallest power of two at least
-// vectors_per_thread (and at most kMax): one compiled kernel per bucket of row lengths.
-template <int kMax, int P = 1, typename Launch>
-void with_vectors_per_thread(int64_t vectors_per_thread, Launch&& launch) {
-  if constexpr (P < kMax) {
-    if (vectors_per_thread > P) return with_vectors_per_thread<kMax, P * 2>(vectors_per_thread, launch);
-  }
-  launch(std::integral_constant<int, P>{});
-}
-
-// The rows of a contiguous tensor along its last dim: how many, and how long.
-struct Rows {
-  int64_t count = 0;
-  int64_t length = 0;
-};
-
-Rows rows_of(const Tensor& t) {
-  const int64_t length = t.dim() == 0 ? 1 : t.size(-1);
-  return {length == 0 ? 0 : t.numel() / length, length};
-}
-
-unsigned int blocks_for_rows(int64_t rows, int64_t rows_per_block, const char* op) {
-  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
-  MG_CHECK(blocks <= std::numeric_limits<int32_t>::max(), "{}: {} rows exceed the CUDA grid", op, rows);
-  return static_cast<unsigned int>(blocks);
-}
-
-// Picks the kernel for the row length. Rows of up to kMaxRegisterRow elements go to
-// launch_rows(vectors_per_thread, warp_per_row, grid, block_threads) (two integral
-// constants, then the launch shape): a warp per row up to kMaxWarpRow, with the fewest
-// vectors per lane that hold it (one compiled kernel per power of two), else a block of
-// the fewest whole warps that hold the row. Longer rows go to launch_online(grid, block_threads).
-template <int kVec, typename LaunchRows, typename LaunchOnline>
-void launch_for_rows(const Rows& rows, const char* op, LaunchRows&& launch_rows, LaunchOnline&& launch_online) {
-  if (rows.length > kMaxRegisterRow) {
-    launch_online(blocks_for_rows(rows.count, 1, op), kOnlineThreads);
-    return;
-  }
-  constexpr int kMaxVectorsPerThread = kElementsPerThread / kVec;
-  const int64_t vectors = rows.length / kVec;
-  if (rows.length <= kMaxWarpRow) {
-    const unsigned int grid = blocks_for_rows(rows.count, kWarpsPerBlock, op);
-    with_vectors_per_thread<kMaxVectorsPerThread>((vectors + kWarpSize - 1) / kWarpSize, [&](auto per_lane) {
-      launch_rows(per_lane, std::true_type{}, grid, kWarpsPerBlock * kWarpSize);
-    });
-    return;
-  }
-  const int64_t vectors_per_warp = int64_t{kWarpSize} * kMaxVectorsPerThread;
-  const int threads = static_cast<int>((vectors + vectors_per_warp - 1) / vectors_per_warp) * kWarpSize;
-  launch_rows(std::integral_constant<int, kMaxVectorsPerThread>{}, std::false_type{}, blocks_for_rows(rows.count, 1, op),
-              threads);
 }
 
 }  // namespace

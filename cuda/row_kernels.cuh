@@ -1,0 +1,142 @@
+#pragma once
+// The launch machinery of the row kernels: kernels that reduce each contiguous row of a
+// tensor along its last dim and then write it, elementwise (softmax, softmax with dropout,
+// the normalizations). The kernels themselves live with their op; this header has what
+// they share:
+//  - how a row is held: rows of up to kMaxRegisterRow elements stay in registers, at most
+//    kElementsPerThread a thread, from the load to the write, so each input is read once
+//    and each output written once. Up to kMaxWarpRow elements a warp holds a row
+//    (kWarpsPerBlock rows a block: shuffles only, no barrier); longer rows get a block of
+//    just enough threads (64 to 256), so that many rows are in flight on each SM while
+//    their reductions wait on barriers. Longer rows still go to an op's "online" kernel, a
+//    block of kOnlineThreads per row.
+//  - RowThread (which row a thread works on) and row_allreduce (the combine across a row's
+//    threads);
+//  - the launch choices: the vector width (16-byte vectors where the row length and the
+//    pointers allow) and the kernel for the row length (launch_for_rows).
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <type_traits>
+
+#include <minigrad/core/error.h>
+#include <minigrad/core/tensor.h>
+#include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/vector.cuh>
+
+namespace minigrad {
+namespace cuda {
+
+// Elements each thread holds in registers, at most.
+constexpr int kElementsPerThread = 32;
+constexpr int64_t kMaxWarpRow = kWarpSize * kElementsPerThread;  // 1024
+constexpr int kWarpsPerBlock = 4;
+constexpr int kMaxRowThreads = 256;
+constexpr int64_t kMaxRegisterRow = kMaxRowThreads * kElementsPerThread;  // 8192
+constexpr int kOnlineThreads = 512;
+
+struct Plus {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
+};
+struct Max {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return fmax(a, b);
+  }
+};
+
+// Combines one value per thread across the threads of a row: shuffles when a warp holds
+// the row, the block's combine (a barrier) when the row has the block to itself.
+template <bool kWarpPerRow, typename T, typename Combine>
+__device__ __forceinline__ T row_allreduce(T value, Combine combine, T identity, T (&shared)[kWarpSize]) {
+  if constexpr (kWarpPerRow)
+    return warp_allreduce(value, combine);
+  else
+    return block_allreduce(value, combine, identity, shared);
+}
+
+// Which row this thread works on, and its place among the row's threads.
+template <bool kWarpPerRow>
+struct RowThread {
+  int64_t row;
+  int thread;
+  int threads_per_row;
+  __device__ RowThread()
+      : row(kWarpPerRow ? static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize : blockIdx.x),
+        thread(kWarpPerRow ? threadIdx.x % kWarpSize : threadIdx.x),
+        threads_per_row(kWarpPerRow ? kWarpSize : blockDim.x) {}
+};
+
+
+// Calls launch(std::integral_constant<int, kVec>{}) with kVec the elements per 16-byte
+// vector of T when rows of n elements at these pointers allow vector access (n a multiple
+// of it, pointers aligned: then every row is aligned), else with 1.
+template <typename T, typename Launch>
+void with_vector_width(int64_t n, std::initializer_list<const void*> pointers, Launch&& launch) {
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  bool vectorized = n % kVec == 0;
+  for (const void* p : pointers) vectorized = vectorized && is_aligned_for<AlignedVector<T, kVec>>(p);
+  if (vectorized)
+    launch(std::integral_constant<int, kVec>{});
+  else
+    launch(std::integral_constant<int, 1>{});
+}
+
+// Calls launch(std::integral_constant<int, P>{}) with P the smallest power of two at least
+// vectors_per_thread (and at most kMax): one compiled kernel per bucket of row lengths.
+template <int kMax, int P = 1, typename Launch>
+void with_vectors_per_thread(int64_t vectors_per_thread, Launch&& launch) {
+  if constexpr (P < kMax) {
+    if (vectors_per_thread > P) return with_vectors_per_thread<kMax, P * 2>(vectors_per_thread, launch);
+  }
+  launch(std::integral_constant<int, P>{});
+}
+
+// The rows of a contiguous tensor along its last dim: how many, and how long.
+struct Rows {
+  int64_t count = 0;
+  int64_t length = 0;
+};
+
+inline Rows rows_of(const Tensor& t) {
+  const int64_t length = t.dim() == 0 ? 1 : t.size(-1);
+  return {length == 0 ? 0 : t.numel() / length, length};
+}
+
+inline unsigned int blocks_for_rows(int64_t rows, int64_t rows_per_block, const char* op) {
+  const int64_t blocks = (rows + rows_per_block - 1) / rows_per_block;
+  MG_CHECK(blocks <= std::numeric_limits<int32_t>::max(), "{}: {} rows exceed the CUDA grid", op, rows);
+  return static_cast<unsigned int>(blocks);
+}
+
+// Picks the kernel for the row length. Rows of up to kMaxRegisterRow elements go to
+// launch_rows(vectors_per_thread, warp_per_row, grid, block_threads) (two integral
+// constants, then the launch shape): a warp per row up to kMaxWarpRow, with the fewest
+// vectors per lane that hold it (one compiled kernel per power of two), else a block of
+// the fewest whole warps that hold the row. Longer rows go to launch_online(grid, block_threads).
+template <int kVec, typename LaunchRows, typename LaunchOnline>
+void launch_for_rows(const Rows& rows, const char* op, LaunchRows&& launch_rows, LaunchOnline&& launch_online) {
+  if (rows.length > kMaxRegisterRow) {
+    launch_online(blocks_for_rows(rows.count, 1, op), kOnlineThreads);
+    return;
+  }
+  constexpr int kMaxVectorsPerThread = kElementsPerThread / kVec;
+  const int64_t vectors = rows.length / kVec;
+  if (rows.length <= kMaxWarpRow) {
+    const unsigned int grid = blocks_for_rows(rows.count, kWarpsPerBlock, op);
+    with_vectors_per_thread<kMaxVectorsPerThread>((vectors + kWarpSize - 1) / kWarpSize, [&](auto per_lane) {
+      launch_rows(per_lane, std::true_type{}, grid, kWarpsPerBlock * kWarpSize);
+    });
+    return;
+  }
+  const int64_t vectors_per_warp = int64_t{kWarpSize} * kMaxVectorsPerThread;
+  const int threads = static_cast<int>((vectors + vectors_per_warp - 1) / vectors_per_warp) * kWarpSize;
+  launch_rows(std::integral_constant<int, kMaxVectorsPerThread>{}, std::false_type{}, blocks_for_rows(rows.count, 1, op),
+              threads);
+}
+
+}  // namespace cuda
+}  // namespace minigrad
