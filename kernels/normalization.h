@@ -9,6 +9,8 @@
 //   y    = act(z)                 (identity, or GELU in either form)
 // The backward recomputes xhat and z from the saved statistics and needs act'(z).
 // T is float or double (the half types compute in float).
+#include <type_traits>
+
 #include <minigrad/core/macros.h>
 #include <minigrad/kernels/gelu_math.h>
 
@@ -57,6 +59,21 @@ MG_HOST_DEVICE T input_gradient(T dxhat, T xhat, T rstd, T mean_dxhat, T mean_dx
     return rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
   else
     return rstd * (dxhat - xhat * mean_dxhat_xhat);
+}
+
+// Calls f(kind, epilogue), both as std::integral_constant, for a runtime choice: the one
+// place that turns the choice into template arguments, for either backend. rms_norm has
+// no GELU form, so only four variants are compiled.
+template <typename F>
+void with_norm_variant(NormKind kind, Epilogue epilogue, F&& f) {
+  using Layer = std::integral_constant<NormKind, NormKind::Layer>;
+  using RMS = std::integral_constant<NormKind, NormKind::RMS>;
+  if (kind == NormKind::RMS) return f(RMS{}, std::integral_constant<Epilogue, Epilogue::Identity>{});
+  switch (epilogue) {
+    case Epilogue::Identity: return f(Layer{}, std::integral_constant<Epilogue, Epilogue::Identity>{});
+    case Epilogue::GeluExact: return f(Layer{}, std::integral_constant<Epilogue, Epilogue::GeluExact>{});
+    case Epilogue::GeluTanh: return f(Layer{}, std::integral_constant<Epilogue, Epilogue::GeluTanh>{});
+  }
 }
 
 }  // namespace normalization

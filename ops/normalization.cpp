@@ -223,24 +223,6 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
   });
 }
 
-// Calls f(kind constant, epilogue constant) for the spec's runtime choice.
-template <typename F>
-void with_norm_variant(const NormSpec& spec, F&& f) {
-  using Layer = std::integral_constant<NormKind, NormKind::Layer>;
-  using RMS = std::integral_constant<NormKind, NormKind::RMS>;
-  auto with_epilogue = [&](auto kind) {
-    switch (spec.epilogue) {
-      case Epilogue::Identity: return f(kind, std::integral_constant<Epilogue, Epilogue::Identity>{});
-      case Epilogue::GeluExact: return f(kind, std::integral_constant<Epilogue, Epilogue::GeluExact>{});
-      case Epilogue::GeluTanh: return f(kind, std::integral_constant<Epilogue, Epilogue::GeluTanh>{});
-    }
-  };
-  if (spec.kind == NormKind::Layer)
-    with_epilogue(Layer{});
-  else
-    with_epilogue(RMS{});
-}
-
 template <typename T>
 const T* data_or_null(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
@@ -268,7 +250,7 @@ void forward_cpu(const NormSpec& spec, const Tensor& x, const Tensor& w, const T
   dispatch_floating(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
     if constexpr (std::is_floating_point_v<T>) {
-      with_norm_variant(spec, [&](auto kind, auto epilogue) {
+      normalization::with_norm_variant(spec.kind, spec.epilogue, [&](auto kind, auto epilogue) {
         forward_rows<decltype(kind)::value, decltype(epilogue)::value, T>(
             spec, x.data_ptr<T>(), data_or_null<T>(w), data_or_null<T>(b), y.data_ptr<T>(),
             mutable_data_or_null<compute_t<T>>(mean), rstd.data_ptr<compute_t<T>>(), rows);
@@ -304,7 +286,7 @@ void backward_cpu(const NormSpec& spec, const Tensor& grad, const Tensor& x, con
                                   mutable_data_or_null<T>(grad_input),
                                   mutable_data_or_null<T>(grad_weight),
                                   mutable_data_or_null<T>(grad_bias)};
-      with_norm_variant(spec, [&](auto kind, auto epilogue) {
+      normalization::with_norm_variant(spec.kind, spec.epilogue, [&](auto kind, auto epilogue) {
         backward_rows<decltype(kind)::value, decltype(epilogue)::value, T>(spec, p, rows);
       });
     }

@@ -84,7 +84,9 @@ Tensor reference(Op op, const Tensor& x, int64_t hidden, const std::optional<Ten
 }
 
 // Inputs with a mean far from 0 and a spread of 2: a wrong mean or variance shows.
-Tensor sample_input(const Shape& shape, DType dtype = kFloat64) { return (randn(shape, kFloat64) * 2.0 + 3.0).to(dtype); }
+Tensor sample_input(const Shape& shape, DType dtype = kFloat64) {
+  return (randn(shape, kFloat64) * 2.0 + 3.0).to(dtype);
+}
 Tensor sample_affine(const Shape& shape, DType dtype = kFloat64) {
   return (randn(shape, kFloat64) * 0.5 + 1.0).to(dtype);
 }
