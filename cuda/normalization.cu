@@ -253,6 +253,20 @@ __device__ __forceinline__ void write_input_gradient(const BackwardArgs<T>& a, i
   reinterpret_cast<AlignedVector<T, kVec>*>(a.grad_input + row * a.n)[k] = result;
 }
 
+// A row's two sums, sum(dxhat) and sum(dxhat * xhat), combined across the block at once:
+// one barrier a row instead of two.
+template <typename acc_t>
+struct RowSums {
+  acc_t dxhat;
+  acc_t dxhat_xhat;
+};
+struct PlusRowSums {
+  template <typename acc_t>
+  __device__ RowSums<acc_t> operator()(RowSums<acc_t> a, RowSums<acc_t> b) const {
+    return {a.dxhat + b.dxhat, a.dxhat_xhat + b.dxhat_xhat};
+  }
+};
+
 // kVectorsPerThread > 0: the thread's columns are vectors t, t + blockDim.x, ... (that
 // many), and their dweight/dbias sums stay in registers until the block's last row.
 // kVectorsPerThread == 0: any row length; the sums go to the block's slice of the partials
@@ -262,8 +276,7 @@ __device__ __forceinline__ void write_input_gradient(const BackwardArgs<T>& a, i
 template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec, int kVectorsPerThread>
 __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_kernel(BackwardArgs<T> a) {
   using acc_t = compute_t<T>;
-  __shared__ acc_t sum_partials[kWarpSize];
-  __shared__ acc_t dot_partials[kWarpSize];
+  __shared__ RowSums<acc_t> sum_partials[kWarpSize];
   constexpr bool kInRegisters = kVectorsPerThread > 0;
   constexpr int kHeld = kInRegisters ? kVectorsPerThread : 1;
   const int64_t vectors = a.n / kVec;
@@ -277,13 +290,13 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
     const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
     const acc_t rstd = a.rstd[row];
     const bool first_row = row == blockIdx.x;
-    acc_t sum = 0, dot = 0;
+    RowSums<acc_t> sums{0, 0};
     auto visit = [&](int64_t k, int j) {
       const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, rstd);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        sum += v.dxhat[e];
-        dot += v.dxhat[e] * v.xhat[e];
+        sums.dxhat += v.dxhat[e];
+        sums.dxhat_xhat += v.dxhat[e] * v.xhat[e];
       }
       if (!affine) return;
       if constexpr (kInRegisters) {
@@ -311,11 +324,10 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
     } else {
       for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) visit(k, 0);
     }
-    sum = block_allreduce(sum, Plus{}, acc_t(0), sum_partials);
-    dot = block_allreduce(dot, Plus{}, acc_t(0), dot_partials);
+    sums = block_allreduce(sums, PlusRowSums{}, RowSums<acc_t>{0, 0}, sum_partials);
     if (a.grad_input) {
-      const acc_t mean_dxhat = sum / static_cast<acc_t>(a.n);
-      const acc_t mean_dxhat_xhat = dot / static_cast<acc_t>(a.n);
+      const acc_t mean_dxhat = sums.dxhat / static_cast<acc_t>(a.n);
+      const acc_t mean_dxhat_xhat = sums.dxhat_xhat / static_cast<acc_t>(a.n);
       for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x)
         write_input_gradient<T, kKind, kEpilogue, kVec>(a, row, k, mean, rstd, mean_dxhat, mean_dxhat_xhat);
     }

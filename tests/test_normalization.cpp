@@ -4,6 +4,7 @@
 // inputs, the errors, and dweight/dbias bitwise independent of the thread count.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
