@@ -5,6 +5,7 @@
 // over rows, every floating dtype; dweight and dbias bitwise equal across runs; gradcheck
 // in float64 on the GPU.
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -171,15 +172,19 @@ TEST_CASE("normalizations on the GPU: unaligned and strided inputs" * doctest::s
     const Tensor base = sample_input({rows * n + 1});
     const Tensor w = sample_affine(n), b = sample_affine(n) - 1.0;
     const std::optional<Tensor> bias = has_bias(op) ? std::optional<Tensor>(b) : std::nullopt;
+    const std::optional<Tensor> gpu_bias = bias ? std::optional<Tensor>(bias->to(kGpu)) : std::nullopt;
+    // Views made on the GPU (a copy to the GPU would be aligned and contiguous again).
+    const Tensor gpu_base = base.to(kGpu);
     // One element in: contiguous rows whose pointer is not 16-byte aligned (the scalar loop).
-    const Tensor unaligned = base.slice(0, 1, rows * n + 1).reshape({rows, n});
-    CHECK_ALLCLOSE(apply(op, unaligned.to(kGpu), n, w.to(kGpu), bias ? std::optional<Tensor>(bias->to(kGpu)) : bias)
-                       .to(kCPU),
-                   apply(op, unaligned, n, w, bias), 1e-10, 1e-10);
-    const Tensor strided = base.slice(0, 0, rows * n).reshape({n, rows}).transpose(0, 1);
-    CHECK_ALLCLOSE(apply(op, strided.to(kGpu), n, w.to(kGpu), bias ? std::optional<Tensor>(bias->to(kGpu)) : bias)
-                       .to(kCPU),
-                   apply(op, strided, n, w, bias), 1e-10, 1e-10);
+    const std::vector<std::function<Tensor(const Tensor&)>> views = {
+        [&](const Tensor& t) { return t.slice(0, 1, rows * n + 1).reshape({rows, n}); },
+        // Rows strided by `rows` (made contiguous by the op).
+        [&](const Tensor& t) { return t.slice(0, 0, rows * n).reshape({n, rows}).transpose(0, 1); }};
+    for (const auto& view : views) {
+      const Tensor y = apply(op, view(gpu_base), n, w.to(kGpu), gpu_bias);
+      CHECK(all_finite(y.to(kCPU)));
+      CHECK_ALLCLOSE(y.to(kCPU), apply(op, view(base), n, w, bias), 1e-10, 1e-10);
+    }
   }
 }
 
