@@ -45,6 +45,7 @@ using normalization::NormKind;
 constexpr int kBackwardElementsPerThread = 16;
 constexpr int kBackwardMaxThreads = 512;
 constexpr int64_t kBackwardMaxRegisterRow = int64_t{kBackwardElementsPerThread} * kBackwardMaxThreads;
+constexpr int kBackwardTargetThreads = 256;
 
 template <typename T>
 struct ForwardArgs {
@@ -502,8 +503,10 @@ void normalization_backward(const char* op, const Tensor& grad, const Tensor& x,
           if (rows.length > kBackwardMaxRegisterRow) {
             launch_loop();
           } else {
+            // 256 threads a row where the register budget allows (up to 512 for the longest
+            // rows): each thread has a few vectors of work between the row's barriers.
             with_vectors_per_thread<kMaxVectorsPerThread>(
-                (vectors + kBackwardMaxThreads - 1) / kBackwardMaxThreads, [&](auto per_thread) {
+                (vectors + kBackwardTargetThreads - 1) / kBackwardTargetThreads, [&](auto per_thread) {
                   constexpr int kPerThread = decltype(per_thread)::value;
                   launch(normalization_backward_kernel<T, kKind, kEpilogue, kVec, kPerThread>,
                          block_threads_for((vectors + kPerThread - 1) / kPerThread, kBackwardMaxThreads));
