@@ -182,8 +182,19 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
   // Per chunk: the chunk's sums of dz * xhat and of dz, per column.
   std::vector<double> weight_partials(affine_grads ? static_cast<size_t>(chunks * n) : 0, 0.0);
   std::vector<double> bias_partials(affine_grads ? static_cast<size_t>(chunks * n) : 0, 0.0);
+  // weight and bias in double, 1 and 0 where absent: no branch in the loops.
+  std::vector<double> affine(2 * static_cast<size_t>(n));
+  double* weight = affine.data();
+  double* bias = weight + n;
+  for (int64_t i = 0; i < n; ++i) {
+    weight[i] = p.w ? static_cast<double>(p.w[i]) : 1.0;
+    bias[i] = p.b ? static_cast<double>(p.b[i]) : 0.0;
+  }
   parallel_for(0, chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<double> dz(static_cast<size_t>(n)), xhat(static_cast<size_t>(n));
+    std::vector<double> row_buffers(3 * static_cast<size_t>(n));
+    double* xhat = row_buffers.data();
+    double* dz = xhat + n;
+    double* dxhat = dz + n;
     std::vector<T> act_grad(kEpilogue == Epilogue::Identity ? 0 : static_cast<size_t>(n));  // act'(z)
     for (int64_t c = chunk_begin; c < chunk_end; ++c) {
       double* dw = affine_grads ? weight_partials.data() + c * n : nullptr;
@@ -193,39 +204,32 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
         const T* in = p.x + r * n;
         const double mean = p.mean ? static_cast<double>(p.mean[r]) : 0.0;
         const double rstd = static_cast<double>(p.rstd[r]);
+        // Simple loops, each of which the compiler vectorizes.
         for (int64_t i = 0; i < n; ++i)
-          xhat[static_cast<size_t>(i)] = normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd);
+          xhat[i] = normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd);
+        for (int64_t i = 0; i < n; ++i) dz[i] = static_cast<double>(g[i]);
         if constexpr (kEpilogue != Epilogue::Identity) {
-          for (int64_t i = 0; i < n; ++i) {
-            const double wi = p.w ? static_cast<double>(p.w[i]) : 1.0;
-            const double bi = p.b ? static_cast<double>(p.b[i]) : 0.0;
-            act_grad[static_cast<size_t>(i)] = static_cast<T>(xhat[static_cast<size_t>(i)] * wi + bi);
-          }
-          activate_derivative_row<kEpilogue>(act_grad.data(), n);
+          T* z = act_grad.data();
+          for (int64_t i = 0; i < n; ++i) z[i] = static_cast<T>(xhat[i] * weight[i] + bias[i]);
+          activate_derivative_row<kEpilogue>(z, n);
+          for (int64_t i = 0; i < n; ++i) dz[i] *= static_cast<double>(z[i]);
         }
-        double sum_dxhat = 0.0, sum_dxhat_xhat = 0.0;
-        for (int64_t i = 0; i < n; ++i) {
-          const double xh = xhat[static_cast<size_t>(i)];
-          const double wi = p.w ? static_cast<double>(p.w[i]) : 1.0;
-          double d = static_cast<double>(g[i]);
-          if constexpr (kEpilogue != Epilogue::Identity) d *= static_cast<double>(act_grad[static_cast<size_t>(i)]);
-          dz[static_cast<size_t>(i)] = d;
-          sum_dxhat += d * wi;
-          sum_dxhat_xhat += d * wi * xh;
-          if (affine_grads) {
-            dw[i] += d * xh;
-            db[i] += d;
+        if (affine_grads) {
+          for (int64_t i = 0; i < n; ++i) {
+            dw[i] += dz[i] * xhat[i];
+            db[i] += dz[i];
           }
         }
         if (!p.grad_input) continue;
-        const double mean_dxhat = sum_dxhat / static_cast<double>(n);
-        const double mean_dxhat_xhat = sum_dxhat_xhat / static_cast<double>(n);
+        // dxhat = dz * w, then its two sums in kSumLanes lanes (an order fixed by n).
+        for (int64_t i = 0; i < n; ++i) dxhat[i] = dz[i] * weight[i];
+        const double mean_dxhat = sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i]; }) / static_cast<double>(n);
+        const double mean_dxhat_xhat =
+            sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i] * xhat[i]; }) / static_cast<double>(n);
         T* out = p.grad_input + r * n;
-        for (int64_t i = 0; i < n; ++i) {
-          const double wi = p.w ? static_cast<double>(p.w[i]) : 1.0;
-          out[i] = static_cast<T>(normalization::input_gradient<kKind>(
-              dz[static_cast<size_t>(i)] * wi, xhat[static_cast<size_t>(i)], rstd, mean_dxhat, mean_dxhat_xhat));
-        }
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = static_cast<T>(
+              normalization::input_gradient<kKind>(dxhat[i], xhat[i], rstd, mean_dxhat, mean_dxhat_xhat));
       }
     }
   });
