@@ -441,6 +441,16 @@ inline const std::vector<OpInfo>& op_table() {
       OpInfo("log_softmax over dim 0", [](S s) { return tensor_list{s.normal({3, 2})}; },
              [](T x) { return log_softmax(x[0], 0); }),
 
+      // ---- activations (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
+      OpInfo("relu", [](S s) { return tensor_list{s.away_from({2, 4}, 0.0, 0.1)}; }, [](T x) { return relu(x[0]); }),
+      OpInfo("gelu", [](S s) { return tensor_list{s.normal({2, 4})}; }, [](T x) { return gelu(x[0]); }),
+      OpInfo("gelu, tanh approximation", [](S s) { return tensor_list{s.normal({2, 4})}; },
+             [](T x) { return gelu(x[0], GeluApproximation::Tanh); }),
+      OpInfo("softplus", [](S s) { return tensor_list{s.normal({2, 4})}; },
+             [](T x) { return softplus(x[0], 2.0); }),
+      OpInfo("softplus, past the threshold", [](S s) { return tensor_list{s.away_from({2, 4}, 0.0, 0.2)}; },
+             [](T x) { return softplus(x[0], 10.0, 1.0); }),
+
       // ---- normalizations (ops/normalization.cpp) ----
       OpInfo("layer_norm", [](S s) { return tensor_list{s.normal({3, 5}), s.positive({5}), s.normal({5})}; },
              [](T x) { return layer_norm(x[0], {5}, x[1], x[2]); })
@@ -458,16 +468,6 @@ inline const std::vector<OpInfo>& op_table() {
       OpInfo("rms_norm", [](S s) { return tensor_list{s.normal({3, 5}), s.positive({5})}; },
              [](T x) { return rms_norm(x[0], {5}, x[1]); })
           .once("RMSNorm"),
-
-      // ---- activations (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
-      OpInfo("relu", [](S s) { return tensor_list{s.away_from({2, 4}, 0.0, 0.1)}; }, [](T x) { return relu(x[0]); }),
-      OpInfo("gelu", [](S s) { return tensor_list{s.normal({2, 4})}; }, [](T x) { return gelu(x[0]); }),
-      OpInfo("gelu, tanh approximation", [](S s) { return tensor_list{s.normal({2, 4})}; },
-             [](T x) { return gelu(x[0], GeluApproximation::Tanh); }),
-      OpInfo("softplus", [](S s) { return tensor_list{s.normal({2, 4})}; },
-             [](T x) { return softplus(x[0], 2.0); }),
-      OpInfo("softplus, past the threshold", [](S s) { return tensor_list{s.away_from({2, 4}, 0.0, 0.2)}; },
-             [](T x) { return softplus(x[0], 10.0, 1.0); }),
 
       // ---- views (ops/views.cpp) ----
       OpInfo("view", [](S s) { return tensor_list{s.normal({2, 3, 2})}; }, [](T x) { return x[0].view({3, -1}); })
