@@ -23,6 +23,7 @@
 #include <minigrad/cuda/elementwise_stub.h>
 #include <minigrad/cuda/indexing.h>
 #include <minigrad/cuda/matmul.h>
+#include <minigrad/cuda/normalization.h>
 #include <minigrad/cuda/random.h>
 #include <minigrad/cuda/reduce.h>
 #include <minigrad/cuda/softmax.h>
@@ -52,6 +53,17 @@ void cumsum(const Tensor&, int64_t, int64_t, int64_t, bool, const Tensor&) { rai
 void softmax_rows(const Tensor&, const Tensor&, bool log) { raise_no_cuda_backend(log ? "log_softmax" : "softmax"); }
 void softmax_backward_rows(const Tensor&, const Tensor&, const Tensor&, bool log) {
   raise_no_cuda_backend(log ? "log_softmax_backward" : "softmax_backward");
+}
+
+void normalization_forward(const char* op, const Tensor&, const Tensor&, const Tensor&, int64_t,
+                           normalization::NormKind, normalization::Epilogue, double, const Tensor&, const Tensor&,
+                           const Tensor&) {
+  raise_no_cuda_backend(op);
+}
+void normalization_backward(const char* op, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                            const Tensor&, const Tensor&, int64_t, normalization::NormKind, normalization::Epilogue,
+                            const Tensor&, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend(fmt::format("{}_backward", op).c_str());
 }
 
 void matmul(const Tensor&, const Tensor&, const Tensor&) { raise_no_cuda_backend("matmul"); }

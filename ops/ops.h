@@ -141,6 +141,36 @@ Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::
 // log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's softplus).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 
+// ---- normalizations (ops/normalization.cpp) ----
+// Over the trailing dims normalized_shape of x (each row of prod(normalized_shape) elements
+// on its own), then times weight plus bias (either optional, of shape normalized_shape), as
+// torch::layer_norm and torch::rms_norm:
+//   layer_norm: (x - mean) / sqrt(var + eps), var biased
+//   rms_norm:   x / sqrt(mean(x^2) + eps), eps by default the machine epsilon of float
+//               (of double for float64 inputs)
+// layer_norm_gelu is gelu(layer_norm(...)) in one pass. Each backward is one fused kernel:
+// the three are once differentiable.
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+Tensor layer_norm_gelu(const Tensor& x, const Shape& normalized_shape,
+                       const std::optional<Tensor>& weight = std::nullopt,
+                       const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5,
+                       GeluApproximation approximate = GeluApproximation::None);
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = std::nullopt,
+                std::optional<double> eps = std::nullopt);
+// The same three built from the public ops (mean, var, rsqrt, mul, add, gelu) and
+// differentiated by the tape: the reference the fused ones are tested against.
+namespace composite {
+Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = std::nullopt,
+                  const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5);
+Tensor layer_norm_gelu(const Tensor& x, const Shape& normalized_shape,
+                       const std::optional<Tensor>& weight = std::nullopt,
+                       const std::optional<Tensor>& bias = std::nullopt, double eps = 1e-5,
+                       GeluApproximation approximate = GeluApproximation::None);
+Tensor rms_norm(const Tensor& x, const Shape& normalized_shape, const std::optional<Tensor>& weight = std::nullopt,
+                std::optional<double> eps = std::nullopt);
+}  // namespace composite
+
 // ---- more elementwise ----
 // Math (ops/unary.cpp). square is pow(x, 2) and reciprocal is 1 / x (rdiv), as in PyTorch;
 // sign and floor are piecewise constant: their gradient is 0.

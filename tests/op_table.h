@@ -451,6 +451,24 @@ inline const std::vector<OpInfo>& op_table() {
       OpInfo("softplus, past the threshold", [](S s) { return tensor_list{s.away_from({2, 4}, 0.0, 0.2)}; },
              [](T x) { return softplus(x[0], 10.0, 1.0); }),
 
+      // ---- normalizations (ops/normalization.cpp) ----
+      OpInfo("layer_norm", [](S s) { return tensor_list{s.normal({3, 5}), s.positive({5}), s.normal({5})}; },
+             [](T x) { return layer_norm(x[0], {5}, x[1], x[2]); })
+          .once("LayerNorm"),
+      OpInfo("layer_norm over two dims, no weight or bias", [](S s) { return tensor_list{s.normal({2, 2, 3})}; },
+             [](T x) { return layer_norm(x[0], {2, 3}); })
+          .once("LayerNorm"),
+      OpInfo("layer_norm_gelu", [](S s) { return tensor_list{s.normal({3, 5}), s.positive({5}), s.normal({5})}; },
+             [](T x) { return layer_norm_gelu(x[0], {5}, x[1], x[2]); })
+          .once("LayerNormGelu"),
+      OpInfo("layer_norm_gelu, tanh approximation",
+             [](S s) { return tensor_list{s.normal({3, 5}), s.positive({5}), s.normal({5})}; },
+             [](T x) { return layer_norm_gelu(x[0], {5}, x[1], x[2], 1e-5, GeluApproximation::Tanh); })
+          .once("LayerNormGelu"),
+      OpInfo("rms_norm", [](S s) { return tensor_list{s.normal({3, 5}), s.positive({5})}; },
+             [](T x) { return rms_norm(x[0], {5}, x[1]); })
+          .once("RMSNorm"),
+
       // ---- views (ops/views.cpp) ----
       OpInfo("view", [](S s) { return tensor_list{s.normal({2, 3, 2})}; }, [](T x) { return x[0].view({3, -1}); })
           .empty_shape({3, 0}),

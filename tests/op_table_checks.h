@@ -103,7 +103,7 @@ inline std::string compare_runs(const RowRun& actual, const RowRun& expected, To
 
 // Runs `check` on every row `applies` to; each failure is a failed CHECK that starts with
 // the row's name, and the failing rows are listed at the end. A property that applies to
-// no row fails, unless `some_row_applies` is false (no op is once differentiable today).
+// no row fails, unless `some_row_applies` is false.
 inline void check_rows(const std::function<bool(const OpInfo&)>& applies,
                        const std::function<std::string(const OpInfo&)>& check, bool some_row_applies = true) {
   std::string failed;

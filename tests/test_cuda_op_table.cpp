@@ -29,8 +29,7 @@ TEST_CASE("op table on the GPU: the twice-differentiable rows pass gradgradcheck
 
 TEST_CASE("op table on the GPU: the once-differentiable rows refuse a second backward, naming their Function" *
           doctest::skip(!cuda_is_available())) {
-  check_rows(
-      once_row, [](const OpInfo& row) { return check_once_differentiable(row, kGpu); }, /*some_row_applies=*/false);
+  check_rows(once_row, [](const OpInfo& row) { return check_once_differentiable(row, kGpu); });
 }
 
 TEST_CASE("op table on the GPU: a size-0 dim gives what it gives on the CPU" * doctest::skip(!cuda_is_available())) {

@@ -24,10 +24,8 @@ TEST_CASE("op table: the twice-differentiable rows pass gradgradcheck in float64
 }
 
 TEST_CASE("op table: the once-differentiable rows refuse a second backward, naming their Function") {
-  // No built-in op is once differentiable today (every fused backward is a Function with a
-  // composite backward of its own); a row that becomes one is checked here.
-  check_rows(
-      once_row, [](const OpInfo& row) { return check_once_differentiable(row, kCPU); }, /*some_row_applies=*/false);
+  // The normalizations: their backward is one fused kernel.
+  check_rows(once_row, [](const OpInfo& row) { return check_once_differentiable(row, kCPU); });
 }
 
 TEST_CASE("op table: strided inputs give the contiguous inputs' values and gradients") {

@@ -1,0 +1,533 @@
+// The row normalizations (layer_norm, rms_norm, layer_norm_gelu) on contiguous rows of
+// `n` elements, forward and backward. One kernel family: the norm kind and the epilogue
+// are template parameters, the per-element formulas those of kernels/normalization.h, which
+// the CPU loops (ops/normalization.cpp) call too. Statistics and sums in compute_t<T>
+// (float for the float types, double for double).
+//
+// Forward (mean, then the squared deviations from it, then the output: two reductions and
+// no cancellation when the mean is large against the spread):
+//  - rows of up to 8192 elements are held in registers, as the softmax rows are
+//    (cuda/row_kernels.cuh): x read once, y written once. weight and bias are read per
+//    thread for its columns (tiny, and in L1/L2 for every row after the first).
+//  - longer rows, and rows whose length or pointers rule out 16-byte vectors: a block per
+//    row, three passes over the row (the second and third read it from L2).
+// Backward (one kernel for dx and the dweight/dbias partials, then a small reduction):
+//  - each block owns rows blockIdx.x, blockIdx.x + gridDim.x, ... (a few blocks per SM)
+//    and each thread the same columns in every row, so a thread sums dz * xhat and dz for
+//    its columns over its block's rows in registers (rows up to 8192) or in its block's
+//    slice of the partials (longer rows). Each row is read twice: once for the row's two
+//    sums, once to write dx (from L1/L2).
+//  - the partials, [blocks, n], are summed over the blocks in a fixed order: dweight and
+//    dbias have the same bits on every run (no atomics).
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include <minigrad/core/dispatch.h>
+#include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/normalization.h>
+#include <minigrad/cuda/row_kernels.cuh>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/cuda/vector.cuh>
+#include <minigrad/kernels/elementwise_functors.h>  // compute_t: the half types in float, the others as themselves
+#include <minigrad/kernels/normalization.h>
+
+namespace minigrad {
+namespace cuda {
+namespace {
+
+using normalization::Epilogue;
+using normalization::NormKind;
+
+// The backward's register path: at most 16 elements of dweight and of dbias a thread
+// (32 registers in float), up to 512 threads a row: rows of up to 8192 elements.
+constexpr int kBackwardElementsPerThread = 16;
+constexpr int kBackwardMaxThreads = 512;
+constexpr int64_t kBackwardMaxRegisterRow = int64_t{kBackwardElementsPerThread} * kBackwardMaxThreads;
+constexpr int kBackwardTargetThreads = 256;
+
+template <typename T>
+struct ForwardArgs {
+  const T* x;
+  const T* weight;  // null: 1
+  const T* bias;    // null: 0
+  T* y;
+  compute_t<T>* mean;  // null for rms_norm
+  compute_t<T>* rstd;
+  int64_t rows;
+  int64_t n;
+  compute_t<T> eps;
+};
+
+template <typename T>
+struct BackwardArgs {
+  const T* grad;
+  const T* x;
+  const T* weight;
+  const T* bias;
+  const compute_t<T>* mean;  // null for rms_norm
+  const compute_t<T>* rstd;
+  T* grad_input;                    // null: not wanted
+  compute_t<T>* weight_partials;    // [gridDim.x, n], null: no dweight/dbias wanted
+  compute_t<T>* bias_partials;
+  int64_t rows;
+  int64_t n;
+};
+
+// Elements e of vector k of a row of weight or bias (as acc_t), or `fallback` where absent.
+template <typename acc_t, typename T, int kVec>
+__device__ __forceinline__ void load_affine(const T* p, int64_t k, acc_t fallback, acc_t (&out)[kVec]) {
+  if (p == nullptr) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) out[e] = fallback;
+    return;
+  }
+  const AlignedVector<T, kVec> loaded = reinterpret_cast<const AlignedVector<T, kVec>*>(p)[k];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) out[e] = convert_element<acc_t>(loaded.values[e]);
+}
+
+// ---- forward ----
+
+// A row in registers, held by a warp (kWarpPerRow) or by the block; thread t holds the
+// row's vectors t, t + threads_per_row, ... (kVectorsPerThread of them).
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec, int kVectorsPerThread, bool kWarpPerRow>
+__global__ void normalization_rows_kernel(ForwardArgs<T> a) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  __shared__ acc_t mean_partials[kWarpSize];
+  __shared__ acc_t square_partials[kWarpSize];
+  const RowThread<kWarpPerRow> me;
+  if (me.row >= a.rows) return;  // a whole warp: the combines see all threads of a row
+  const Vector* in = reinterpret_cast<const Vector*>(a.x + me.row * a.n);
+  Vector* out = reinterpret_cast<Vector*>(a.y + me.row * a.n);
+  const int64_t vectors = a.n / kVec;
+
+  acc_t v[kVectorsPerThread][kVec];
+  acc_t sum = 0;
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (k < vectors) {
+      const Vector loaded = in[k];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        v[j][e] = convert_element<acc_t>(loaded.values[e]);
+        sum += v[j][e];
+      }
+    }
+  }
+  acc_t mean = 0;
+  if constexpr (kKind == NormKind::Layer)
+    mean = row_allreduce<kWarpPerRow>(sum, Plus{}, acc_t(0), mean_partials) / static_cast<acc_t>(a.n);
+  acc_t squares = 0;
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    if (static_cast<int64_t>(j) * me.threads_per_row + me.thread < vectors) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) squares += (v[j][e] - mean) * (v[j][e] - mean);
+    }
+  }
+  squares = row_allreduce<kWarpPerRow>(squares, Plus{}, acc_t(0), square_partials);
+  const acc_t rstd = rsqrt(squares / static_cast<acc_t>(a.n) + a.eps);
+  if (me.thread == 0) {
+    if (a.mean) a.mean[me.row] = mean;
+    a.rstd[me.row] = rstd;
+  }
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (k < vectors) {
+      acc_t w[kVec], b[kVec];
+      load_affine<acc_t>(a.weight, k, acc_t(1), w);
+      load_affine<acc_t>(a.bias, k, acc_t(0), b);
+      Vector result;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t z = normalization::normalized<kKind>(v[j][e], mean, rstd) * w[e] + b[e];
+        result.values[e] = convert_element<T>(normalization::activate<kEpilogue>(z));
+      }
+      out[k] = result;
+    }
+  }
+}
+
+// Any row length: a block per row, three passes (the sum, the squared deviations, the
+// output); kVec 1 where vectors do not fit the row.
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
+__global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel(ForwardArgs<T> a) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  __shared__ acc_t mean_partials[kWarpSize];
+  __shared__ acc_t square_partials[kWarpSize];
+  const int64_t row = blockIdx.x;
+  const Vector* in = reinterpret_cast<const Vector*>(a.x + row * a.n);
+  Vector* out = reinterpret_cast<Vector*>(a.y + row * a.n);
+  const int64_t vectors = a.n / kVec;
+
+  acc_t mean = 0;
+  if constexpr (kKind == NormKind::Layer) {
+    acc_t sum = 0;
+#pragma unroll 4
+    for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+      const Vector loaded = in[k];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += convert_element<acc_t>(loaded.values[e]);
+    }
+    mean = block_allreduce(sum, Plus{}, acc_t(0), mean_partials) / static_cast<acc_t>(a.n);
+  }
+  acc_t squares = 0;
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    const Vector loaded = in[k];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const acc_t d = convert_element<acc_t>(loaded.values[e]) - mean;
+      squares += d * d;
+    }
+  }
+  squares = block_allreduce(squares, Plus{}, acc_t(0), square_partials);
+  const acc_t rstd = rsqrt(squares / static_cast<acc_t>(a.n) + a.eps);
+  if (threadIdx.x == 0) {
+    if (a.mean) a.mean[row] = mean;
+    a.rstd[row] = rstd;
+  }
+#pragma unroll 4
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    const Vector loaded = in[k];
+    acc_t w[kVec], b[kVec];
+    load_affine<acc_t>(a.weight, k, acc_t(1), w);
+    load_affine<acc_t>(a.bias, k, acc_t(0), b);
+    Vector result;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const acc_t xhat = normalization::normalized<kKind>(convert_element<acc_t>(loaded.values[e]), mean, rstd);
+      const acc_t z = xhat * w[e] + b[e];
+      result.values[e] = convert_element<T>(normalization::activate<kEpilogue>(z));
+    }
+    out[k] = result;
+  }
+}
+
+// ---- backward ----
+
+// One vector of a row: xhat and dz = grad * act'(z), and dxhat = dz * w.
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
+struct GradientVector {
+  using acc_t = compute_t<T>;
+  acc_t xhat[kVec];
+  acc_t dz[kVec];
+  acc_t dxhat[kVec];
+
+  __device__ __forceinline__ GradientVector(const BackwardArgs<T>& a, int64_t row, int64_t k, acc_t mean,
+                                            acc_t rstd) {
+    using Vector = AlignedVector<T, kVec>;
+    const Vector g = reinterpret_cast<const Vector*>(a.grad + row * a.n)[k];
+    const Vector x = reinterpret_cast<const Vector*>(a.x + row * a.n)[k];
+    acc_t w[kVec];
+    load_affine<acc_t>(a.weight, k, acc_t(1), w);
+    acc_t b[kVec];
+    if constexpr (kEpilogue != Epilogue::Identity) load_affine<acc_t>(a.bias, k, acc_t(0), b);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      xhat[e] = normalization::normalized<kKind>(convert_element<acc_t>(x.values[e]), mean, rstd);
+      dz[e] = convert_element<acc_t>(g.values[e]);
+      if constexpr (kEpilogue != Epilogue::Identity)
+        dz[e] *= normalization::activate_derivative<kEpilogue>(xhat[e] * w[e] + b[e]);
+      dxhat[e] = dz[e] * w[e];
+    }
+  }
+};
+
+// dx for vector k of a row, from the row's means of dxhat and dxhat * xhat.
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
+__device__ __forceinline__ void write_input_gradient(const BackwardArgs<T>& a, int64_t row, int64_t k,
+                                                     compute_t<T> mean, compute_t<T> rstd,
+                                                     compute_t<T> mean_dxhat, compute_t<T> mean_dxhat_xhat) {
+  const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, rstd);
+  AlignedVector<T, kVec> result;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    result.values[e] = convert_element<T>(
+        normalization::input_gradient<kKind>(v.dxhat[e], v.xhat[e], rstd, mean_dxhat, mean_dxhat_xhat));
+  reinterpret_cast<AlignedVector<T, kVec>*>(a.grad_input + row * a.n)[k] = result;
+}
+
+// A row's two sums, sum(dxhat) and sum(dxhat * xhat), combined across the block at once:
+// one barrier a row instead of two.
+template <typename acc_t>
+struct RowSums {
+  acc_t dxhat;
+  acc_t dxhat_xhat;
+};
+struct PlusRowSums {
+  template <typename acc_t>
+  __device__ RowSums<acc_t> operator()(RowSums<acc_t> a, RowSums<acc_t> b) const {
+    return {a.dxhat + b.dxhat, a.dxhat_xhat + b.dxhat_xhat};
+  }
+};
+
+// kVectorsPerThread > 0: the thread's columns are vectors t, t + blockDim.x, ... (that
+// many), and their dweight/dbias sums stay in registers until the block's last row.
+// kVectorsPerThread == 0: any row length; the sums go to the block's slice of the partials
+// after each row (the thread reads back only what it wrote).
+//
+// Blocks of up to 512 threads: at most 128 registers a thread (65536 an SM).
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec, int kVectorsPerThread>
+__global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_kernel(BackwardArgs<T> a) {
+  using acc_t = compute_t<T>;
+  __shared__ RowSums<acc_t> sum_partials[kWarpSize];
+  constexpr bool kInRegisters = kVectorsPerThread > 0;
+  constexpr int kHeld = kInRegisters ? kVectorsPerThread : 1;
+  const int64_t vectors = a.n / kVec;
+  const bool affine = a.weight_partials != nullptr;
+  acc_t* weight_partials = affine ? a.weight_partials + static_cast<int64_t>(blockIdx.x) * a.n : nullptr;
+  acc_t* bias_partials = affine ? a.bias_partials + static_cast<int64_t>(blockIdx.x) * a.n : nullptr;
+  acc_t dw[kHeld][kVec] = {};
+  acc_t db[kHeld][kVec] = {};
+
+  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
+    const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
+    const acc_t rstd = a.rstd[row];
+    const bool first_row = row == blockIdx.x;
+    RowSums<acc_t> sums{0, 0};
+    auto visit = [&](int64_t k, int j) {
+      const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, rstd);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        sums.dxhat += v.dxhat[e];
+        sums.dxhat_xhat += v.dxhat[e] * v.xhat[e];
+      }
+      if (!affine) return;
+      if constexpr (kInRegisters) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          dw[j][e] += v.dz[e] * v.xhat[e];
+          db[j][e] += v.dz[e];
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const int64_t column = k * kVec + e;
+          const acc_t w_term = v.dz[e] * v.xhat[e];
+          weight_partials[column] = first_row ? w_term : weight_partials[column] + w_term;
+          bias_partials[column] = first_row ? v.dz[e] : bias_partials[column] + v.dz[e];
+        }
+      }
+    };
+    if constexpr (kInRegisters) {
+#pragma unroll
+      for (int j = 0; j < kVectorsPerThread; ++j) {
+        const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
+        if (k < vectors) visit(k, j);
+      }
+    } else {
+      for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) visit(k, 0);
+    }
+    sums = block_allreduce(sums, PlusRowSums{}, RowSums<acc_t>{0, 0}, sum_partials);
+    if (a.grad_input) {
+      const acc_t mean_dxhat = sums.dxhat / static_cast<acc_t>(a.n);
+      const acc_t mean_dxhat_xhat = sums.dxhat_xhat / static_cast<acc_t>(a.n);
+      for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x)
+        write_input_gradient<T, kKind, kEpilogue, kVec>(a, row, k, mean, rstd, mean_dxhat, mean_dxhat_xhat);
+    }
+    __syncthreads();  // the next row's combines reuse the shared partials
+  }
+  if constexpr (kInRegisters) {
+    if (!affine) return;
+#pragma unroll
+    for (int j = 0; j < kVectorsPerThread; ++j) {
+      const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
+      if (k < vectors) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          weight_partials[k * kVec + e] = dw[j][e];
+          bias_partials[k * kVec + e] = db[j][e];
+        }
+      }
+    }
+  }
+}
+
+// Sums the [blocks, n] partials over the blocks: column c of a 32-column tile is summed by
+// threadIdx.y = 0..kSplit-1, each over the blocks y, y + kSplit, ... in order, and the
+// kSplit sums are added in order of y. The same order on every run.
+constexpr int kPartialSplit = 16;
+
+template <typename T>
+__global__ void sum_partials_kernel(const compute_t<T>* __restrict__ partials, int64_t blocks, int64_t n,
+                                    T* __restrict__ out) {
+  using acc_t = compute_t<T>;
+  __shared__ acc_t sums[kPartialSplit][kWarpSize + 1];
+  const int64_t column = static_cast<int64_t>(blockIdx.x) * kWarpSize + threadIdx.x;
+  acc_t sum = 0;
+  if (column < n) {
+#pragma unroll 4
+    for (int64_t b = threadIdx.y; b < blocks; b += kPartialSplit) sum += partials[b * n + column];
+  }
+  sums[threadIdx.y][threadIdx.x] = sum;
+  __syncthreads();
+  if (threadIdx.y != 0 || column >= n) return;
+  acc_t total = 0;
+#pragma unroll
+  for (int y = 0; y < kPartialSplit; ++y) total += sums[y][threadIdx.x];
+  out[column] = convert_element<T>(total);
+}
+
+// ---- launching ----
+
+int multiprocessor_count() {
+  int count = 0;
+  MG_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device()), "layer_norm");
+  return count;
+}
+
+// Threads for a block that loops over a row of `vectors` vectors: whole warps, at most `max`.
+int block_threads_for(int64_t vectors, int max) {
+  const int64_t warps = (vectors + kWarpSize - 1) / kWarpSize;
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(warps, 1) * kWarpSize, max));
+}
+
+template <typename T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<const T*>(t.raw_data()) : nullptr;
+}
+template <typename T>
+T* mutable_data_or_null(const Tensor& t) {
+  return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
+}
+
+}  // namespace
+
+void normalization_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t hidden,
+                           NormKind kind, Epilogue epilogue, double eps, const Tensor& y, const Tensor& mean,
+                           const Tensor& rstd) {
+  const Rows rows{x.numel() / hidden, hidden};
+  if (rows.count == 0) return;
+  DeviceGuard guard(x.device().index);
+  const cudaStream_t stream = current_stream();
+  dispatch_floating(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using acc_t = compute_t<T>;
+    const ForwardArgs<T> args{static_cast<const T*>(x.raw_data()),
+                              data_or_null<T>(weight),
+                              data_or_null<T>(bias),
+                              static_cast<T*>(y.raw_data()),
+                              mutable_data_or_null<acc_t>(mean),
+                              static_cast<acc_t*>(rstd.raw_data()),
+                              rows.count,
+                              rows.length,
+                              static_cast<acc_t>(eps)};
+    normalization::with_norm_variant(kind, epilogue, [&](auto kind_constant, auto epilogue_constant) {
+      constexpr NormKind kKind = decltype(kind_constant)::value;
+      constexpr Epilogue kEpilogue = decltype(epilogue_constant)::value;
+      with_vector_width<T>(rows.length, {args.x, args.y, args.weight, args.bias}, [&](auto vector_width) {
+        constexpr int kVec = decltype(vector_width)::value;
+        auto launch_long = [&](unsigned int grid, int block_threads) {
+          normalization_long_rows_kernel<T, kKind, kEpilogue, kVec><<<grid, block_threads, 0, stream>>>(args);
+        };
+        if constexpr (kVec == 1) {
+          // Unaligned or odd rows: the loop kernel, with as many threads as the row has use for.
+          launch_long(blocks_for_rows(rows.count, 1, op), block_threads_for(rows.length, kOnlineThreads));
+        } else {
+          launch_for_rows<kVec>(
+              rows, op,
+              [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
+                normalization_rows_kernel<T, kKind, kEpilogue, kVec, decltype(per_thread)::value,
+                                          decltype(warp_per_row)::value>
+                    <<<grid, block_threads, 0, stream>>>(args);
+              },
+              launch_long);
+        }
+        MG_CUDA_CHECK_LAUNCH(op);
+      });
+    });
+  });
+}
+
+void normalization_backward(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight,
+                            const Tensor& bias, const Tensor& mean, const Tensor& rstd, int64_t hidden, NormKind kind,
+                            Epilogue epilogue, const Tensor& grad_input, const Tensor& grad_weight,
+                            const Tensor& grad_bias) {
+  const Rows rows{x.numel() / hidden, hidden};
+  if (rows.count == 0) return;
+  DeviceGuard guard(x.device().index);
+  const cudaStream_t stream = current_stream();
+  const bool affine = grad_weight.defined() || grad_bias.defined();
+  dispatch_floating(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using acc_t = compute_t<T>;
+    BackwardArgs<T> args{static_cast<const T*>(grad.raw_data()),
+                         static_cast<const T*>(x.raw_data()),
+                         data_or_null<T>(weight),
+                         data_or_null<T>(bias),
+                         data_or_null<acc_t>(mean),
+                         static_cast<const acc_t*>(rstd.raw_data()),
+                         mutable_data_or_null<T>(grad_input),
+                         nullptr,
+                         nullptr,
+                         rows.count,
+                         rows.length};
+    Tensor partials;
+    int64_t blocks = 0;
+    normalization::with_norm_variant(kind, epilogue, [&](auto kind_constant, auto epilogue_constant) {
+      constexpr NormKind kKind = decltype(kind_constant)::value;
+      constexpr Epilogue kEpilogue = decltype(epilogue_constant)::value;
+      with_vector_width<T>(rows.length, {args.grad, args.x, args.grad_input, args.weight, args.bias},
+                           [&](auto vector_width) {
+        constexpr int kVec = decltype(vector_width)::value;
+        const int64_t vectors = rows.length / kVec;
+        // A few blocks per SM (as many as fit), each looping over its rows; never more
+        // blocks than rows, so every block's slice of the partials is written.
+        auto launch = [&](auto kernel, int threads) {
+          int per_sm = 0;
+          MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), op);
+          blocks = std::min<int64_t>(rows.count, int64_t{std::max(per_sm, 1)} * multiprocessor_count());
+          if (affine) {
+            partials = empty({2, blocks, rows.length},
+                             TensorOptions(x.dtype() == kFloat64 ? kFloat64 : kFloat32).device(x.device()));
+            args.weight_partials = static_cast<acc_t*>(partials.raw_data());
+            args.bias_partials = args.weight_partials + blocks * rows.length;
+          }
+          kernel<<<static_cast<unsigned int>(blocks), threads, 0, stream>>>(args);
+        };
+        auto launch_loop = [&] {
+          launch(normalization_backward_kernel<T, kKind, kEpilogue, kVec, 0>,
+                 block_threads_for(vectors, kBackwardMaxThreads));
+        };
+        if constexpr (kVec == 1) {
+          launch_loop();
+        } else {
+          constexpr int kMaxVectorsPerThread = kBackwardElementsPerThread / kVec;
+          if (rows.length > kBackwardMaxRegisterRow) {
+            launch_loop();
+          } else {
+            // 256 threads a row where the register budget allows (up to 512 for the longest
+            // rows): each thread has a few vectors of work between the row's barriers.
+            with_vectors_per_thread<kMaxVectorsPerThread>(
+                (vectors + kBackwardTargetThreads - 1) / kBackwardTargetThreads, [&](auto per_thread) {
+                  constexpr int kPerThread = decltype(per_thread)::value;
+                  launch(normalization_backward_kernel<T, kKind, kEpilogue, kVec, kPerThread>,
+                         block_threads_for((vectors + kPerThread - 1) / kPerThread, kBackwardMaxThreads));
+                });
+          }
+        }
+        MG_CUDA_CHECK_LAUNCH(op);
+      });
+    });
+    if (!affine) return;
+    const dim3 block(kWarpSize, kPartialSplit);
+    const unsigned int grid = static_cast<unsigned int>((rows.length + kWarpSize - 1) / kWarpSize);
+    if (grad_weight.defined())
+      sum_partials_kernel<T><<<grid, block, 0, stream>>>(args.weight_partials, blocks, rows.length,
+                                                          static_cast<T*>(grad_weight.raw_data()));
+    if (grad_bias.defined())
+      sum_partials_kernel<T><<<grid, block, 0, stream>>>(args.bias_partials, blocks, rows.length,
+                                                          static_cast<T*>(grad_bias.raw_data()));
+    MG_CUDA_CHECK_LAUNCH(op);
+  });
+}
+
+}  // namespace cuda
+}  // namespace minigrad
