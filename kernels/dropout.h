@@ -63,6 +63,27 @@ struct Mask {
   MG_HOST_DEVICE double scale() const { return keep_scale(threshold); }
 };
 
+// Reads the decisions of a run of elements, one Philox call per group of 8 met: element
+// indices that step by 1 (a row along the last dim) cost one call per 8 elements, any other
+// order at most one per element.
+class MaskCursor {
+ public:
+  MG_HOST_DEVICE explicit MaskCursor(const Mask& mask) : mask_(mask) {}
+  MG_HOST_DEVICE bool keep(uint64_t i) {
+    const uint64_t group = i / kElementsPerBlock;
+    if (group != group_) {
+      group_ = group;
+      bits_ = mask_.keep_bits(group);
+    }
+    return (bits_ >> (i % kElementsPerBlock)) & 1u;
+  }
+
+ private:
+  Mask mask_;
+  uint64_t group_ = ~uint64_t{0};  // no group read yet (2^64 - 1 is no element's group)
+  uint32_t bits_ = 0;
+};
+
 }  // namespace dropout_bits
 
 namespace elementwise {

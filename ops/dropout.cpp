@@ -9,7 +9,8 @@
 // as PyTorch's dropout consumes no random numbers in eval; dropout then returns x itself,
 // softmax_dropout the softmax with its mask and scale.
 //
-//   dropout:          y = x * keep / (1 - p_q)        one engine pass (elementwise::DropoutScale)
+//   dropout:          y = x * keep / (1 - p_q)        one engine pass (elementwise::DropoutScale),
+//                                                     the backward the same pass on the gradient
 //   softmax_dropout:  P = softmax(scale * x + mask)   along dim, mask additive, or bool (false
 //                                                     masks out) and/or causal
 //                     y = P * keep / (1 - p_q)
@@ -58,8 +59,10 @@ Tensor scale_by_mask(const char* op, const Tensor& v, const dropout_bits::Mask& 
   return unary_float_op(op, v, elementwise::DropoutScale{mask, mask.scale()});
 }
 
+// y = x * d with d = keep / (1 - p_q) a diagonal of constants: the backward is the same map
+// applied to the gradient, so it is this Function again, and dropout is differentiable any
+// number of times (each derivative one engine pass, the mask drawn again each time).
 struct Dropout : Function<Dropout> {
-  static constexpr bool is_once_differentiable = true;
   struct State {
     dropout_bits::Mask mask;
   };
@@ -68,7 +71,7 @@ struct Dropout : Function<Dropout> {
     return scale_by_mask("dropout", x, mask);
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    return {scale_by_mask("dropout_backward", grads[0], ctx.state<State>().mask), Tensor()};
+    return {Dropout::apply(grads[0], ctx.state<State>().mask), Tensor()};
   }
 };
 
@@ -165,11 +168,12 @@ void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, cons
       const bool all_masked = lane_max == -std::numeric_limits<double>::infinity();
       if (!all_masked)
         for (int64_t j = 0; j < n; ++j) sum_exp += std::exp(logit(j) - lane_max);
+      dropout_bits::MaskCursor keep(spec.dropout);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t at = s.index + j * lanes.index_step();
         const scalar_t p = all_masked ? scalar_t(0) : static_cast<scalar_t>(std::exp(logit(j) - lane_max) / sum_exp);
         pp[at] = p;
-        if (spec.drop) py[at] = p * (spec.dropout.keep(static_cast<uint64_t>(at)) ? keep_scale : scalar_t(0));
+        if (spec.drop) py[at] = p * (keep.keep(static_cast<uint64_t>(at)) ? keep_scale : scalar_t(0));
       }
     }
   });
@@ -190,10 +194,11 @@ void softmax_dropout_backward_lanes(const Tensor& grad, const Tensor& probs, con
   parallel_for(0, lanes.count(), grain, [&](int64_t begin, int64_t end) {
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
+      dropout_bits::MaskCursor keep(spec.dropout);
       const auto grad_probs = [&](int64_t j) {
         const double g = static_cast<double>(pg[s.x_offset + j * lanes.x_step()]);
         if (!spec.drop) return g;
-        return spec.dropout.keep(static_cast<uint64_t>(s.index + j * lanes.index_step())) ? g * keep_scale : 0.0;
+        return g * (keep.keep(static_cast<uint64_t>(s.index + j * lanes.index_step())) ? keep_scale : 0.0);
       };
       double total = 0.0;
       for (int64_t j = 0; j < n; ++j) total += grad_probs(j) * static_cast<double>(pp[s.index + j * lanes.index_step()]);
