@@ -21,22 +21,27 @@
 // and backward (its twin gives NaN: softmax of -inf everywhere). The mask gets no gradient:
 // a mask that requires grad is an error, rather than a gradient silently missing.
 //
-// The CPU loop runs on whole lanes (the elements along dim) per thread, accumulating in
-// double. The GPU takes the row kernels of cuda/softmax_dropout.cu along the last dim of a
+// The CPU loop runs on whole lanes (the elements along dim) per thread: the logits and their
+// exponentials in the element type (float's exp is the vectorizable fast_math::exp_float, as
+// in ops/softmax.cpp), the lane's sums in double, the dropout mask drawn once per group of 8. The GPU takes the row kernels of cuda/softmax_dropout.cu along the last dim of a
 // contiguous x; another dim is moved last by a copy, and the kernel is told each element's
 // index in x's order, so the same elements are dropped on both devices.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <type_traits>
+#include <vector>
 
 #include <minigrad/autograd/function.h>
+#include <minigrad/core/cpu_arch.h>
 #include <minigrad/core/generator.h>
 #include <minigrad/core/parallel.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/softmax_dropout.h>
 #include <minigrad/kernels/dropout.h>
+#include <minigrad/kernels/fast_math.h>
 #include <minigrad/ops/cpu_loops.h>
 #include <minigrad/ops/ops.h>
 
@@ -145,6 +150,17 @@ double masked_logit(const scalar_t* x, const mask_t* mask, const SoftmaxDropoutS
   return v;
 }
 
+// v[j] = e^(v[j] - shift): float's vectorizable exp (kernels/fast_math.h), std::exp for double.
+template <typename T>
+MG_CPU_CLONES static void exp_shifted(T* v, T shift, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    if constexpr (std::is_same_v<T, float>)
+      v[j] = fast_math::exp_float(v[j] - shift);
+    else
+      v[j] = std::exp(v[j] - shift);
+  }
+}
+
 // P and y, both contiguous, for every lane of x (float or double; float16/bfloat16 upcast).
 template <typename scalar_t, typename mask_t>
 void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, const Tensor& probs, const Tensor& y) {
@@ -158,20 +174,30 @@ void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, cons
   const scalar_t keep_scale = static_cast<scalar_t>(spec.dropout.scale());
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1));
   parallel_for(0, lanes.count(), grain, [&](int64_t begin, int64_t end) {
+    // The lane's logits, then its exponentials: each element's logit and exp computed once,
+    // the exponentials in the element type (float's exp vectorizes), their sum in double.
+    std::vector<scalar_t> values(static_cast<size_t>(n));
+    scalar_t* v = values.data();
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
-      const auto logit = [&](int64_t j) { return masked_logit<scalar_t, mask_t>(px, pm, spec, lanes, s, j); };
-      double lane_max = -std::numeric_limits<double>::infinity();
-      for (int64_t j = 0; j < n; ++j) lane_max = std::fmax(lane_max, logit(j));
-      double sum_exp = 0.0;
+      scalar_t lane_max = -std::numeric_limits<scalar_t>::infinity();
+      for (int64_t j = 0; j < n; ++j) {
+        v[j] = static_cast<scalar_t>(masked_logit<scalar_t, mask_t>(px, pm, spec, lanes, s, j));
+        lane_max = std::fmax(lane_max, v[j]);
+      }
       // Every element masked out: the lane's probabilities are 0, not exp(-inf - -inf) = NaN.
-      const bool all_masked = lane_max == -std::numeric_limits<double>::infinity();
-      if (!all_masked)
-        for (int64_t j = 0; j < n; ++j) sum_exp += std::exp(logit(j) - lane_max);
+      const bool all_masked = lane_max == -std::numeric_limits<scalar_t>::infinity();
+      if (all_masked)
+        std::fill(v, v + n, scalar_t(0));
+      else
+        exp_shifted(v, lane_max, n);
+      double sum_exp = 0.0;
+      for (int64_t j = 0; j < n; ++j) sum_exp += static_cast<double>(v[j]);
+      const double inverse = all_masked ? 0.0 : 1.0 / sum_exp;
       dropout_bits::MaskCursor keep(spec.dropout);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t at = s.index + j * lanes.index_step();
-        const scalar_t p = all_masked ? scalar_t(0) : static_cast<scalar_t>(std::exp(logit(j) - lane_max) / sum_exp);
+        const scalar_t p = static_cast<scalar_t>(static_cast<double>(v[j]) * inverse);
         pp[at] = p;
         if (spec.drop) py[at] = p * (keep.keep(static_cast<uint64_t>(at)) ? keep_scale : scalar_t(0));
       }
@@ -192,19 +218,22 @@ void softmax_dropout_backward_lanes(const Tensor& grad, const Tensor& probs, con
   const double keep_scale = spec.dropout.scale();
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1));
   parallel_for(0, lanes.count(), grain, [&](int64_t begin, int64_t end) {
+    std::vector<double> grad_probs(static_cast<size_t>(n));  // dP: the mask drawn once a lane
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
       dropout_bits::MaskCursor keep(spec.dropout);
-      const auto grad_probs = [&](int64_t j) {
-        const double g = static_cast<double>(pg[s.x_offset + j * lanes.x_step()]);
-        if (!spec.drop) return g;
-        return g * (keep.keep(static_cast<uint64_t>(s.index + j * lanes.index_step())) ? keep_scale : 0.0);
-      };
       double total = 0.0;
-      for (int64_t j = 0; j < n; ++j) total += grad_probs(j) * static_cast<double>(pp[s.index + j * lanes.index_step()]);
       for (int64_t j = 0; j < n; ++j) {
         const int64_t at = s.index + j * lanes.index_step();
-        po[at] = static_cast<scalar_t>(spec.scale * static_cast<double>(pp[at]) * (grad_probs(j) - total));
+        double g = static_cast<double>(pg[s.x_offset + j * lanes.x_step()]);
+        if (spec.drop) g *= keep.keep(static_cast<uint64_t>(at)) ? keep_scale : 0.0;
+        grad_probs[static_cast<size_t>(j)] = g;
+        total += g * static_cast<double>(pp[at]);
+      }
+      for (int64_t j = 0; j < n; ++j) {
+        const int64_t at = s.index + j * lanes.index_step();
+        po[at] = static_cast<scalar_t>(spec.scale * static_cast<double>(pp[at]) *
+                                       (grad_probs[static_cast<size_t>(j)] - total));
       }
     }
   });
