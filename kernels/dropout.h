@@ -59,7 +59,9 @@ struct Mask {
   uint64_t offset = 0;
   uint32_t threshold = 0;
   MG_HOST_DEVICE bool keep(uint64_t i) const { return dropout_bits::keep(seed, offset, i, threshold); }
-  MG_HOST_DEVICE uint32_t keep_bits(uint64_t group) const { return dropout_bits::keep_bits(seed, offset, group, threshold); }
+  MG_HOST_DEVICE uint32_t keep_bits(uint64_t group) const {
+    return dropout_bits::keep_bits(seed, offset, group, threshold);
+  }
   MG_HOST_DEVICE double scale() const { return keep_scale(threshold); }
 };
 

@@ -17,13 +17,16 @@
 //   its backward:     dP = dy * keep / (1 - p_q)
 //                     dx = scale * P * (dP - sum(dP * P))
 //
-// softmax_dropout saves P only. A row whose every element is masked out gives zeros, forward
-// and backward (its twin gives NaN: softmax of -inf everywhere). The mask gets no gradient:
-// a mask that requires grad is an error, rather than a gradient silently missing.
+// softmax_dropout's backward reads P only, and is a kernel: the op is once differentiable (a
+// second backward is an error naming SoftmaxDropout). A row whose every element is masked
+// out gives zeros, forward and backward (its twin gives NaN: softmax of -inf everywhere).
+// The mask gets no gradient: a mask that requires grad is an error, rather than a gradient
+// silently missing.
 //
 // The CPU loop runs on whole lanes (the elements along dim) per thread: the logits and their
 // exponentials in the element type (float's exp is the vectorizable fast_math::exp_float, as
-// in ops/softmax.cpp), the lane's sums in double, the dropout mask drawn once per group of 8. The GPU takes the row kernels of cuda/softmax_dropout.cu along the last dim of a
+// in ops/softmax.cpp), the lane's sums in double, the dropout mask drawn once per group of 8.
+// The GPU takes the row kernels of cuda/softmax_dropout.cu along the last dim of a
 // contiguous x; another dim is moved last by a copy, and the kernel is told each element's
 // index in x's order, so the same elements are dropped on both devices.
 #include <algorithm>
@@ -433,7 +436,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   check_probability("dropout", p);
   if (!training || p == 0.0 || x.numel() == 0) return x;
   const Generator::Stream stream = (generator ? *generator : default_generator()).reserve();
-  const Tensor keep = dropout_mask(x.sizes(), p, stream.seed, stream.offset, TensorOptions(x.dtype()).device(x.device()));
+  const Tensor keep =
+      dropout_mask(x.sizes(), p, stream.seed, stream.offset, TensorOptions(x.dtype()).device(x.device()));
   return x * (keep * dropout_keep_scale(p));
 }
 

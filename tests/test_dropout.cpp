@@ -316,7 +316,8 @@ TEST_CASE("dropout and softmax_dropout: errors name the op and the argument") {
   const Tensor x = randn({2, 3, 4}, kFloat32);
   CHECK_THROWS_CONTAINING(dropout(x, 1.0), "dropout: argument 'p' must be in [0, 1), got 1");
   CHECK_THROWS_CONTAINING(dropout(x, -0.1), "dropout: argument 'p' must be in [0, 1)");
-  CHECK_THROWS_CONTAINING(dropout(ones({3}, kInt64), 0.5), "dropout: expected a floating-point tensor for argument 'self'");
+  CHECK_THROWS_CONTAINING(dropout(ones({3}, kInt64), 0.5),
+                          "dropout: expected a floating-point tensor for argument 'self'");
   CHECK_THROWS_CONTAINING(softmax_dropout(x, -1, 1.5), "softmax_dropout: argument 'p' must be in [0, 1), got 1.5");
   CHECK_THROWS_CONTAINING(softmax_dropout(ones({3}, kInt64), -1, 0.5),
                           "softmax_dropout: expected a floating-point tensor for argument 'self'");
