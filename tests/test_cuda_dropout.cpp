@@ -93,7 +93,9 @@ TEST_CASE("softmax_dropout on the GPU matches the CPU at every element, every ro
         CHECK(!isnan(y_gpu).any().item<bool>());
         CHECK(!isnan(dx_gpu).any().item<bool>());
         CHECK_ALLCLOSE(y_gpu, y_cpu, tol, tol * 1e-2);
-        CHECK_ALLCLOSE(dx_gpu, dx_cpu, tol, tol * 1e-2);
+        // dx = scale * P * (dP - sum(dP * P)) cancels where P is near 1 (a causal row's first
+        // element): an absolute error of a few float ulps of dP.
+        CHECK_ALLCLOSE(dx_gpu, dx_cpu, tol, tol * 1e-1);
       }
     }
   }
@@ -153,9 +155,10 @@ TEST_CASE("softmax_dropout on the GPU: float16 and bfloat16 against float64 on t
         const auto [y_ref, dx_ref] = run(x.to(kFloat64), -1, in_double, dy.to(kFloat64), kCPU);
         CHECK(y_gpu.dtype() == half);
         CHECK(!isnan(y_gpu).any().item<bool>());
-        // P rounds once to 11 or 8 bits, y once more; dx from the rounded P and dy.
+        // P rounds once to 11 or 8 bits, y once more. dx comes from the saved P, rounded: its
+        // error is about P * 2^-8 * |dP| (|dP| up to 4 here) where dP - sum(dP * P) cancels.
         CHECK_ALLCLOSE(y_gpu.to(kFloat64), y_ref, 2e-2, 1e-4);
-        CHECK_ALLCLOSE(dx_gpu.to(kFloat64), dx_ref, 5e-2, 1e-3);
+        CHECK_ALLCLOSE(dx_gpu.to(kFloat64), dx_ref, 5e-2, 2e-2);
       }
     }
   }
@@ -181,8 +184,8 @@ TEST_CASE("softmax_dropout on the GPU: a fully masked row gives zeros forward an
           doctest::skip(!cuda_is_available())) {
   for (int64_t n : {8, 1024, 1025, 20000}) {
     CAPTURE(n);
-    Tensor keep = ones({3, n}, kBool);
-    keep.select(0, 1).fill_(0.0);
+    // Row 1 masked out everywhere; the mask read with stride 0 along the rows.
+    const Tensor keep = ne(arange(3, TensorOptions(kFloat64)), 1.0).reshape({3, 1}).expand({3, n});
     const Tensor x = randn({3, n}, kFloat32);
     const Tensor dy = randn({3, n}, kFloat32);
     const auto [y, dx] = run(x, -1, Options{"fully masked row", 0.2, keep, false, std::nullopt}, dy, kGpu);
