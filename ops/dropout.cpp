@@ -453,8 +453,10 @@ Tensor softmax_dropout(const Tensor& x, int64_t dim, double p, bool training, co
     logits = logits + additive;
   }
   if (is_causal) {
-    const int64_t rows = x.size(-2), cols = x.size(-1);
-    const Tensor future = triu(ones({rows, cols}, TensorOptions(kBool).device(x.device())), 1);
+    // Column j > row i: the future of each query row.
+    const TensorOptions positions = TensorOptions(kInt64).device(x.device());
+    const Tensor future = gt(arange(x.size(-1), positions).reshape({1, x.size(-1)}),
+                             arange(x.size(-2), positions).reshape({x.size(-2), 1}));
     logits = masked_fill(logits, future, -std::numeric_limits<double>::infinity());
   }
   return composite::dropout(softmax(logits, wrapped), p, training, generator);

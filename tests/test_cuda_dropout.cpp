@@ -220,3 +220,22 @@ TEST_CASE("softmax_dropout and dropout on the GPU: gradcheck in float64, a gener
       },
       tensor_list{x});
 }
+
+TEST_CASE("softmax_dropout on the GPU against its twin on the GPU, values and gradients" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(305);
+  const Tensor x = randn({2, 4, 64}, kFloat32);
+  const Tensor dy = randn(x.sizes(), kFloat32);
+  for (const Options& o : options_for(4, 64, kFloat32)) {
+    CAPTURE(o.name);
+    Generator g1(kSeed), g2(kSeed);
+    Tensor a = gpu_leaf(x), b = gpu_leaf(x);
+    const std::optional<Tensor> mask = o.mask ? std::optional<Tensor>(on(o.mask, kGpu)) : std::nullopt;
+    const Tensor fused = softmax_dropout(a, -1, o.p, true, mask, o.is_causal, o.scale, &g1);
+    const Tensor twin = composite::softmax_dropout(b, -1, o.p, true, mask, o.is_causal, o.scale, &g2);
+    fused.backward(dy.to(kGpu));
+    twin.backward(dy.to(kGpu));
+    CHECK_ALLCLOSE(fused, twin, 1e-5, 1e-7);
+    CHECK_ALLCLOSE(a.grad(), b.grad(), 1e-5, 1e-6);
+  }
+}
