@@ -11,9 +11,10 @@
 //    their reductions wait on barriers. Longer rows still go to an op's "online" kernel, a
 //    block of kOnlineThreads per row.
 //  - RowThread (which row a thread works on) and row_allreduce (the combine across a row's
-//    threads);
+//    threads); MaxSum, fold and CombineMaxSum, the running (max, sum) of the online kernels;
 //  - the launch choices: the vector width (16-byte vectors where the row length and the
 //    pointers allow) and the kernel for the row length (launch_for_rows).
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
