@@ -163,6 +163,17 @@ TEST_CASE("dropout: two calls draw different masks; one seed draws the same one"
   CHECK(same_bits(dropout(x, 0.5), from_default));
 }
 
+TEST_CASE("softmax_dropout: two calls draw different masks, each its own stream") {
+  Generator gen(kSeed);
+  const Tensor x = zeros({16, 256}, kFloat32);
+  const Tensor first = softmax_dropout(x, -1, 0.5, true, std::nullopt, false, std::nullopt, &gen);
+  const Tensor second = softmax_dropout(x, -1, 0.5, true, std::nullopt, false, std::nullopt, &gen);
+  CHECK(gen.offset() == 2);
+  CHECK(!same_bits(eq(first, 0.0), eq(second, 0.0)));
+  CHECK(same_bits(eq(first, 0.0), eq(composite::dropout_mask(x.sizes(), 0.5, kSeed, 0, kFloat32), 0.0)));
+  CHECK(same_bits(eq(second, 0.0), eq(composite::dropout_mask(x.sizes(), 0.5, kSeed, 1, kFloat32), 0.0)));
+}
+
 TEST_CASE("dropout: p = 0 and training = false return x and draw nothing") {
   Generator gen(kSeed);
   const Tensor x = randn({3, 4}, kFloat32).requires_grad_();
