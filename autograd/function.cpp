@@ -212,7 +212,14 @@ void FunctionNode::guard_once_differentiable(tensor_list& grad_inputs, const ten
     if (t.defined() && t.requires_grad()) edges.push_back(gradient_edge(t));
   };
   for (const Tensor& g : grad_outputs) add_edge(g);
-  for (const SavedVariable& s : ctx_.saved_variables()) add_edge(s.data);
+  // A saved output was stored without its history (it would point back at this node: a
+  // cycle), but its history is this node, which a second backward does reach.
+  for (const SavedVariable& s : ctx_.saved_variables()) {
+    if (s.is_output)
+      edges.push_back(Edge{std::const_pointer_cast<Node>(shared_from_this()), s.output_nr});
+    else
+      add_edge(s.data);
+  }
   if (edges.empty()) return;
   auto error_node = std::make_shared<OnceDifferentiableError>(ctx_.function_name());
   error_node->set_next_edges(std::move(edges));

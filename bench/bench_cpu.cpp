@@ -4,6 +4,10 @@
 //   softmax 2048x4096    over the last dim
 //   sum 4096x1024        over dim 0, and over dim 1
 //   matmul               1024x1024 @ 1024x1024
+//   fused ops 2048x4096  layer_norm_gelu, layer_norm, rms_norm (over 4096) and
+//                        softmax_dropout (p = 0.1), forward + backward, each beside its
+//                        composite twin (the same math as primitive ops on the tape): the
+//                        fused op should take at most half the twin's time
 //   the overhead chain   2000 ops on 8-element tensors (bench/overhead_chain.h), us per op,
 //                        without and with autograd
 //
@@ -19,6 +23,8 @@
 // The thread count in the rows is MINIGRAD_NUM_THREADS (every core when unset): the size of
 // the library's thread pool, where it has one.
 #include <cmath>
+#include <functional>
+#include <optional>
 #include <string>
 
 #include <fmt/core.h>
@@ -179,6 +185,72 @@ bool bench_chain(const cb::Options& o, cb::Reporter& report) {
   return true;
 }
 
+// The fused ops and their twins, forward + backward. Each pair is checked against each
+// other first (values and the input's gradient), then timed one after the other. Bytes:
+// the fused floor, 5 tensor-sized transfers (bench/cpu_bench_common.h), for both rows, so
+// the two rates compare as the times do.
+bool bench_fused(const cb::Options& o, cb::Reporter& report) {
+  const int64_t rows = cb::kFusedRows, hidden = cb::kFusedCols;
+  const Tensor x = randn({rows, hidden});
+  const Tensor grad = randn({rows, hidden});
+  const Tensor weight = 1.0 + 0.1 * randn({hidden}), bias = 0.1 * randn({hidden});
+  const Shape normalized = {hidden};
+  // Two generators in one state: the fused op and its twin draw the same dropout mask.
+  Generator fused_generator(7), twin_generator(7);
+  using Fn = std::function<Tensor(const Tensor& x, const Tensor& w, const Tensor& b)>;
+  struct Pair {
+    const char* op;
+    Fn fused, twin;
+  };
+  const Pair pairs[] = {
+      {"fused_layer_norm_gelu",
+       [&](const Tensor& t, const Tensor& w, const Tensor& b) { return layer_norm_gelu(t, normalized, w, b); },
+       [&](const Tensor& t, const Tensor& w, const Tensor& b) {
+         return composite::layer_norm_gelu(t, normalized, w, b);
+       }},
+      {"fused_layer_norm",
+       [&](const Tensor& t, const Tensor& w, const Tensor& b) { return layer_norm(t, normalized, w, b); },
+       [&](const Tensor& t, const Tensor& w, const Tensor& b) { return composite::layer_norm(t, normalized, w, b); }},
+      {"fused_rms_norm", [&](const Tensor& t, const Tensor& w, const Tensor&) { return rms_norm(t, normalized, w); },
+       [&](const Tensor& t, const Tensor& w, const Tensor&) { return composite::rms_norm(t, normalized, w); }},
+      {"fused_softmax_dropout",
+       [&](const Tensor& t, const Tensor&, const Tensor&) {
+         return softmax_dropout(t, -1, 0.1, true, std::nullopt, false, std::nullopt, &fused_generator);
+       },
+       [&](const Tensor& t, const Tensor&, const Tensor&) {
+         return composite::softmax_dropout(t, -1, 0.1, true, std::nullopt, false, std::nullopt, &twin_generator);
+       }},
+  };
+  const std::string shape = cb::shape_2d(rows, hidden);
+  bool correct = true;
+  for (const Pair& pair : pairs) {
+    if (!cb::selected(o, pair.op) && !cb::selected(o, std::string(pair.op) + "_composite")) continue;
+    Tensor leaf = x.detach().clone().requires_grad_();
+    Tensor w = weight.detach().clone().requires_grad_(), b = bias.detach().clone().requires_grad_();
+    auto forward_backward = [&](const Fn& f) {
+      for (Tensor* t : {&leaf, &w, &b}) t->mutable_grad() = Tensor();  // gradients written fresh
+      const Tensor y = f(leaf, w, b);
+      y.backward(grad);
+      return y;
+    };
+    const Tensor fused_y = forward_backward(pair.fused);
+    const Tensor fused_grad = leaf.grad();
+    const Tensor twin_y = forward_backward(pair.twin);
+    if (!allclose(fused_y, twin_y, 1e-4, 1e-5) || !allclose(fused_grad, leaf.grad(), 1e-3, 1e-4)) {
+      correct = check_failed(pair.op);
+      continue;
+    }
+    const double bytes = cb::bytes_gelu_forward_backward(x.numel());
+    const cb::Timing fused_t = cb::time_op([&] { forward_backward(pair.fused); }, o.reps);
+    report.add(cb::bandwidth_row(pair.op, shape, fused_t, bytes));
+    const cb::Timing twin_t = cb::time_op([&] { forward_backward(pair.twin); }, o.reps);
+    report.add(cb::bandwidth_row(std::string(pair.op) + "_composite", shape, twin_t, bytes));
+    fmt::print("  {}: the twin takes {:.2f}x the fused op's time (median)\n", pair.op,
+               twin_t.median_ms / fused_t.median_ms);
+  }
+  return correct;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -193,7 +265,7 @@ int main(int argc, char** argv) {
     bool (*run)(const cb::Options&, cb::Reporter&);
   };
   const Family families[] = {{"gelu", bench_gelu}, {"softmax", bench_softmax}, {"sum", bench_sum},
-                             {"matmul", bench_matmul}, {"chain", bench_chain}};
+                             {"matmul", bench_matmul}, {"chain", bench_chain}, {"fused", bench_fused}};
   bool all_correct = true;
   bool any_selected = false;
   for (const Family& f : families) {

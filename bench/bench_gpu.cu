@@ -225,6 +225,120 @@ std::string format_opt(const std::optional<double>& v, const char* spec) {
   return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
 }
 
+// ---- the fused ops: normalizations and softmax with dropout ----
+// Each against its composite twin (the same math as primitive ops on the tape) at the
+// reference shapes, then a sweep of row lengths at 64 Mi elements. Floors: the forward
+// reads x and writes y (2 n elements); forward + backward adds the backward's reads of x
+// (or of the saved softmax) and of grad, and its write of grad_x: 5 n. The weights, biases
+// and per-row statistics are under 0.1% of that and left out, as in the anchors.
+
+constexpr int64_t kFusedElements = int64_t{64} * 1024 * 1024;  // 128 MiB in bf16, twice the L2
+constexpr int64_t kNormHidden = 4096;                          // [16384, 4096]
+constexpr double kDropoutP = 0.1;
+const Shape kAttentionScores = {4, 16, 1024, 1024};  // (batch, heads, queries, keys)
+const Shape kPaddingMask = {4, 1, 1, 1024};          // one row of keys per batch, broadcast over heads and queries
+const int64_t kSweepHidden[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
+
+// The first numel(shape) elements of the contiguous `t`, as a contiguous tensor of that shape.
+Tensor leading_view(const Tensor& t, const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t s : shape) n *= s;
+  return t.view({-1}).slice(0, 0, n).view(shape);
+}
+
+// f(inputs): inputs[0] is x, the rest its parameters (a normalization's weight and bias).
+using FusedFn = std::function<Tensor(const tensor_list& inputs)>;
+
+// A forward row and a forward + backward row of one op. In the full pass every input
+// requires grad, and each run starts with no gradients, so the backward writes them fresh.
+void fused_op_rows(std::vector<Row>& rows, const std::string& op, const std::string& impl, const Ceilings& ceilings,
+                   const tensor_list& inputs, const Tensor& grad, const FusedFn& f) {
+  const Tensor& x = inputs[0];
+  const double bytes = static_cast<double>(x.numel()) * static_cast<double>(x.element_size());
+  rows.push_back(memory_row(op, impl, x.sizes(), x.dtype(), "fwd", 2.0 * bytes, ceilings, [&] { f(inputs); }));
+  tensor_list leaves;
+  for (const Tensor& t : inputs) leaves.push_back(t.detach().requires_grad_());
+  rows.push_back(memory_row(op, impl, x.sizes(), x.dtype(), "full", 5.0 * bytes, ceilings, [&] {
+    for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
+    f(leaves).backward(grad);
+  }));
+  for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();  // would count in the next row's peak
+}
+
+void fused_rows(std::vector<Row>& rows, const Ceilings& ceilings, const Tensor& x_all, const Tensor& grad_all) {
+  const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(x_all.device());
+  auto inputs_of = [&](const Shape& shape) { return leading_view(x_all, shape); };
+  auto grad_of = [&](const Shape& shape) { return leading_view(grad_all, shape); };
+
+  // ---- normalizations ----
+  const Shape normalized = {kNormHidden};
+  const Tensor weight = randn(normalized, bf16_gpu), bias = randn(normalized, bf16_gpu);
+  auto norm_rows = [&](const Shape& shape, bool with_twins, bool only_layer_norm_gelu) {
+    const Tensor x = inputs_of(shape), grad = grad_of(shape);
+    const Shape hidden = {shape.back()};
+    const Tensor w = shape.back() == kNormHidden ? weight : randn(hidden, bf16_gpu);
+    const Tensor b = shape.back() == kNormHidden ? bias : randn(hidden, bf16_gpu);
+    struct Case {
+      const char* op;
+      const char* impl;
+      FusedFn f;
+    };
+    std::vector<Case> cases = {
+        {"layer_norm_gelu", "minigrad", [&](const tensor_list& in) { return layer_norm_gelu(in[0], hidden, in[1], in[2]); }},
+        {"layer_norm_gelu", "minigrad_composite",
+         [&](const tensor_list& in) { return composite::layer_norm_gelu(in[0], hidden, in[1], in[2]); }},
+    };
+    if (!only_layer_norm_gelu) {
+      cases.push_back({"layer_norm", "minigrad", [&](const tensor_list& in) { return layer_norm(in[0], hidden, in[1], in[2]); }});
+      cases.push_back({"layer_norm", "minigrad_composite",
+                       [&](const tensor_list& in) { return composite::layer_norm(in[0], hidden, in[1], in[2]); }});
+      cases.push_back({"rms_norm", "minigrad", [&](const tensor_list& in) { return rms_norm(in[0], hidden, in[1]); }});
+      cases.push_back({"rms_norm", "minigrad_composite",
+                       [&](const tensor_list& in) { return composite::rms_norm(in[0], hidden, in[1]); }});
+    }
+    for (const Case& c : cases) {
+      if (!with_twins && std::string(c.impl) == "minigrad_composite") continue;
+      const bool has_bias = std::string(c.op) != "rms_norm";
+      fused_op_rows(rows, c.op, c.impl, ceilings, has_bias ? tensor_list{x, w, b} : tensor_list{x, w}, grad, c.f);
+    }
+  };
+  norm_rows({kFusedElements / kNormHidden, kNormHidden}, /*with_twins=*/true, /*only_layer_norm_gelu=*/false);
+
+  // ---- softmax with dropout over attention-shaped scores ----
+  {
+    const Tensor scores = inputs_of(kAttentionScores), grad = grad_of(kAttentionScores);
+    // Padding: batch b attends to its first 1024 - 128 b keys (true = attend).
+    const TensorOptions on_gpu = TensorOptions(kInt64).device(x_all.device());
+    const Tensor lengths = from_vector<int64_t>({1024, 896, 768, 640}, {4, 1, 1, 1}, on_gpu);
+    const Tensor padding = lt(arange(kPaddingMask.back(), on_gpu).view({1, 1, 1, -1}), lengths);  // kPaddingMask
+    struct Case {
+      const char* op;
+      std::optional<Tensor> mask;
+      bool is_causal;
+    };
+    const Case cases[] = {{"softmax_dropout", std::nullopt, false},
+                          {"softmax_dropout_causal", std::nullopt, true},
+                          {"softmax_dropout_mask", padding, false}};
+    for (const Case& c : cases) {
+      fused_op_rows(rows, c.op, "minigrad", ceilings, {scores}, grad, [&](const tensor_list& in) {
+        return softmax_dropout(in[0], -1, kDropoutP, /*training=*/true, c.mask, c.is_causal);
+      });
+      fused_op_rows(rows, c.op, "minigrad_composite", ceilings, {scores}, grad, [&](const tensor_list& in) {
+        return composite::softmax_dropout(in[0], -1, kDropoutP, /*training=*/true, c.mask, c.is_causal);
+      });
+    }
+  }
+
+  // ---- the sweep: rows x hidden = 64 Mi elements ----
+  for (int64_t hidden : kSweepHidden) {
+    const Shape shape = {kFusedElements / hidden, hidden};
+    if (hidden != kNormHidden) norm_rows(shape, /*with_twins=*/false, /*only_layer_norm_gelu=*/true);
+    const Tensor x = inputs_of(shape), grad = grad_of(shape);
+    fused_op_rows(rows, "softmax_dropout", "minigrad", ceilings, {x}, grad,
+                  [&](const tensor_list& in) { return softmax_dropout(in[0], -1, kDropoutP); });
+  }
+}
+
 int run(int argc, char** argv) {
   std::string json_path, date = today_utc(), commit = "unknown";
   for (int i = 1; i < argc; ++i) {
@@ -340,6 +454,8 @@ int run(int argc, char** argv) {
   rows.push_back(memory_row("add", "minigrad", shape, kBFloat16, "fwd", (2.0 * n + kCols) * elem, ceilings,
                             [&] { add(x, bias); }));
 
+  fused_rows(rows, ceilings, x, grad);
+
   // ---- bf16 matmul: the matmul ceiling and row ----
   // 8192^3 through minigrad's matmul (cuBLAS underneath), on the two halves of x
   // (contiguous 8192 x 8192 slices, random data). This is also the matmul row: its roofline
@@ -390,11 +506,11 @@ int run(int argc, char** argv) {
   // ---- report ----
   fmt::print("ceilings: copy {} GB/s (read + write), bf16 matmul {} TFLOP/s\n", format_opt(ceilings.copy_gbps, "{:.0f}"),
              format_opt(ceilings.matmul_tflops, "{:.0f}"));
-  fmt::print("{:<16} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", "op", "impl", "shape", "dtype",
+  fmt::print("{:<24} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", "op", "impl", "shape", "dtype",
              "pass", "ms", "GB/s", "TFLOP/s", "roofline", "peak MiB");
   for (const Row& r : rows) {
     if (!r.error.empty()) {
-      fmt::print("{:<16} {:<19} {:<20} {:<9} {:<5} FAILED: {}\n", r.op, r.impl, json_shape(r.shape), r.dtype, r.pass,
+      fmt::print("{:<24} {:<19} {:<20} {:<9} {:<5} FAILED: {}\n", r.op, r.impl, json_shape(r.shape), r.dtype, r.pass,
                  r.error);
       failures.push_back(fmt::format("{} {} {}: {}", r.op, r.impl, r.pass, r.error));
       continue;
@@ -402,7 +518,7 @@ int run(int argc, char** argv) {
     // The chain rows' time is per op: shown in microseconds.
     const std::string time = r.op == "chain_small_ops" ? fmt::format("{:.2f} us/op", *r.ms * 1e3)
                                                        : format_opt(r.ms, "{:.4f}");
-    fmt::print("{:<16} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", r.op, r.impl, json_shape(r.shape),
+    fmt::print("{:<24} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", r.op, r.impl, json_shape(r.shape),
                r.dtype, r.pass, time, format_opt(r.gbps, "{:.0f}"), format_opt(r.tflops, "{:.0f}"),
                format_opt(r.roofline, "{:.3f}"), format_opt(r.peak_mib, "{:.0f}"));
   }

@@ -31,11 +31,19 @@ import time
 KROWS, KCOLS = 16384, 8192  # 128 Mi elements: 256 MiB in bf16, four times the H200's L2
 MATMUL = 8192
 CHAIN_LENGTH, CHAIN_ELEMENTS = 2000, 1024
+# The fused ops, as bench_gpu measures them: 64 Mi elements, normalizations over 4096,
+# softmax with dropout over attention-shaped scores, and a sweep of row lengths.
+FUSED_ELEMENTS = 64 * 1024 * 1024
+NORM_HIDDEN = 4096
+DROPOUT_P = 0.1
+SCORES = (4, 16, 1024, 1024)
+PADDING_LENGTHS = (1024, 896, 768, 640)  # batch b attends to its first 1024 - 128 b keys
+SWEEP_HIDDEN = (512, 1024, 2048, 4096, 8192, 16384, 32768)
 TIMED_BUDGET_MS, MIN_RUNS, MAX_RUNS, WARMUP_RUNS = 300.0, 20, 300, 5
 MIB = 1024.0 * 1024.0
 
 # What the CUDA backend's GPU round set out to reach, checked against the rows of the file.
-TARGETS_DOC = "the CUDA backend's targets, docs/perf-notes.md"
+TARGETS_DOC = "the CUDA backend's and the fused ops' targets, docs/perf-notes.md"
 
 
 def median_gpu_ms(torch, work):
@@ -150,6 +158,64 @@ def measure(doc, use_compile, compile_budget_s, save):
     add_bytes = (2 * n + KCOLS) * elem
     memory_row("add", "pytorch_eager", "fwd", add_bytes, lambda: x + bias)
 
+    # ---- the fused ops: (op, shape, f, params); f(x, *params), params get gradients ----
+    def leading(t, shape):
+        return t.reshape(-1)[:math.prod(shape)].view(shape)
+
+    def fused_cases():
+        cases = []
+        norm_weights = {}
+
+        def norm_case(op, shape):
+            h = shape[-1]
+            if h not in norm_weights:
+                norm_weights[h] = (torch.randn(h, device=dev, dtype=torch.bfloat16, generator=gen),
+                                   torch.randn(h, device=dev, dtype=torch.bfloat16, generator=gen))
+            w, b = norm_weights[h]
+            if op == "layer_norm_gelu":
+                return (op, shape, lambda t, w, b: F.gelu(F.layer_norm(t, (h,), w, b)), (w, b))
+            if op == "layer_norm":
+                return (op, shape, lambda t, w, b: F.layer_norm(t, (h,), w, b), (w, b))
+            return (op, shape, lambda t, w: F.rms_norm(t, (h,), w), (w,))
+
+        norm_shape = (FUSED_ELEMENTS // NORM_HIDDEN, NORM_HIDDEN)
+        for op in ("layer_norm_gelu", "layer_norm", "rms_norm"):
+            cases.append(norm_case(op, norm_shape))
+        causal = torch.ones(SCORES[-2:], device=dev, dtype=torch.bool).triu(1)  # True: masked out
+        lengths = torch.tensor(PADDING_LENGTHS, device=dev).view(-1, 1, 1, 1)
+        padded = torch.arange(SCORES[-1], device=dev).view(1, 1, 1, -1) >= lengths  # True: masked out
+        cases.append(("softmax_dropout", SCORES, lambda t: F.dropout(torch.softmax(t, -1), DROPOUT_P), ()))
+        cases.append(("softmax_dropout_causal", SCORES,
+                      lambda t: F.dropout(torch.softmax(t.masked_fill(causal, float("-inf")), -1), DROPOUT_P), ()))
+        cases.append(("softmax_dropout_mask", SCORES,
+                      lambda t: F.dropout(torch.softmax(t.masked_fill(padded, float("-inf")), -1), DROPOUT_P), ()))
+        for h in SWEEP_HIDDEN:
+            shape = (FUSED_ELEMENTS // h, h)
+            if h != NORM_HIDDEN:
+                cases.append(norm_case("layer_norm_gelu", shape))
+            cases.append(("softmax_dropout", shape, lambda t: F.dropout(torch.softmax(t, -1), DROPOUT_P), ()))
+        return cases
+
+    def fused_rows(impl, op, shape, f, params):
+        """A forward row and a forward + backward row, every input requiring grad in the latter."""
+        xs, gs = leading(x, shape), leading(grad, shape)
+        nbytes = xs.numel() * elem
+        memory_row(op, impl, "fwd", 2 * nbytes, lambda: f(xs, *params), shape=shape)
+        leaves = [xs.detach().requires_grad_()] + [p.detach().requires_grad_() for p in params]
+
+        def full():
+            for leaf in leaves:
+                leaf.grad = None
+            f(*leaves).backward(gs)
+        memory_row(op, impl, "full", 5 * nbytes, full, shape=shape)
+        for leaf in leaves:
+            leaf.grad = None
+        return full
+
+    fused = fused_cases()
+    for op, shape, f, params in fused:
+        fused_rows("pytorch_eager", op, shape, f, params)
+
     def matmul_row(impl, f):
         try:
             torch.cuda.synchronize()
@@ -256,6 +322,25 @@ def measure(doc, use_compile, compile_budget_s, save):
                 matmul_row("pytorch_compile", cmm)
             except Exception as e:
                 failures.append(f"matmul pytorch_compile: {type(e).__name__}: {e}")
+        # The fused ops, reference shapes first, then the sweep, while the budget lasts.
+        for op, shape, f, params in fused:
+            if time.monotonic() - t_start >= compile_budget_s:
+                print(f"note: torch.compile budget ({compile_budget_s:.0f} s) spent; skipping {op} {shape}")
+                continue
+            cf = torch.compile(f, dynamic=False)
+            try:
+                t0 = time.monotonic()
+                xs = leading(x, shape)
+                cf(xs, *params)  # compiles the forward graph
+                leaves = [xs.detach().requires_grad_()] + [p.detach().requires_grad_() for p in params]
+                cf(*leaves).backward(leading(grad, shape))  # and the forward + backward graphs
+                torch.cuda.synchronize()
+                print(f"torch.compile {op} {list(shape)}: compiled in {time.monotonic() - t0:.1f} s")
+            except Exception as e:
+                failures.append(f"{op} pytorch_compile (compiling): {type(e).__name__}: {e}")
+                print(f"FAILED: {failures[-1]}")
+                continue
+            fused_rows("pytorch_compile", op, shape, cf, params)
         print(f"torch.compile rows took {time.monotonic() - t_start:.0f} s in all")
 
     save(merged())
@@ -287,7 +372,7 @@ def print_table(doc):
     def fmt_rl(r):
         return "-" if r is None or r.get("roofline") is None else f"{r['roofline']:.2f}"
 
-    hdr = (f"{'op':<16}{'shape':<16}{'pass':<5}{'floor':>8}{'minigrad':>10}{'rl':>6}{'composite':>10}{'rl':>6}"
+    hdr = (f"{'op':<24}{'shape':<16}{'pass':<5}{'floor':>8}{'minigrad':>10}{'rl':>6}{'composite':>10}{'rl':>6}"
            f"{'eager':>10}{'rl':>6}{'compile':>10}{'rl':>6}{'mg/eager':>9}")
     print(hdr)
     print("-" * len(hdr))
@@ -304,12 +389,12 @@ def print_table(doc):
         if mg and eager and mg.get("ms") and eager.get("ms"):
             ratio = f"{mg['ms'] / eager['ms']:.2f}"
         shape_s = "x".join(str(s) for s in shape)
-        print(f"{op:<16}{shape_s:<16}{pass_:<5}{floor:>8}{fmt_ms(mg, op):>10}{fmt_rl(mg):>6}"
+        print(f"{op:<24}{shape_s:<16}{pass_:<5}{floor:>8}{fmt_ms(mg, op):>10}{fmt_rl(mg):>6}"
               f"{fmt_ms(comp, op):>10}{fmt_rl(comp):>6}"
               f"{fmt_ms(eager, op):>10}{fmt_rl(eager):>6}{fmt_ms(compiled, op):>10}{fmt_rl(compiled):>6}{ratio:>9}")
         pc = impls.get("pytorch_eager_composite")
         if pc:
-            print(f"{'':<16}{'':<16}{'':<5}{'':>8}  (PyTorch eager, the tutorial's five-op formula: {pc['ms']:.4f} ms, "
+            print(f"{'':<24}{'':<16}{'':<5}{'':>8}  (PyTorch eager, the tutorial's five-op formula: {pc['ms']:.4f} ms, "
                   f"roofline {fmt_rl(pc)})")
     print("times in ms (chain_small_ops: us per op, host wall time); rl = roofline = floor / time; "
           "mg/eager < 1: minigrad faster")
@@ -348,6 +433,35 @@ def check_targets(by_key):
     ch, ch_eager = (get("chain_small_ops", i, "full", (CHAIN_ELEMENTS,), "float32") for i in ("minigrad", "pytorch_eager"))
     ok = None if not (ch and ch_eager) else ch["ms"] < ch_eager["ms"]
     target("per-op overhead (chain fwd+bwd) lower than PyTorch eager", ok)
+
+    # The fused ops: rooflines, faster than eager and compile, and the sweep.
+    norm_shape = (FUSED_ELEMENTS // NORM_HIDDEN, NORM_HIDDEN)
+    for op, shape in (("layer_norm_gelu", norm_shape), ("layer_norm", norm_shape), ("rms_norm", norm_shape),
+                      ("softmax_dropout", SCORES), ("softmax_dropout_causal", SCORES),
+                      ("softmax_dropout_mask", SCORES)):
+        for pass_, need in (("fwd", 0.90), ("full", 0.85)):
+            mg = get(op, "minigrad", pass_, shape)
+            rl = mg and mg.get("roofline")
+            target(f"{op} {pass_} roofline >= {need} (got {rl if rl is not None else '-'})",
+                   None if rl is None else rl >= need)
+            for impl in ("pytorch_eager", "pytorch_compile"):
+                other = get(op, impl, pass_, shape)
+                ok = None if not (mg and other) else mg["ms"] < other["ms"]
+                target(f"{op} {pass_} faster than {impl}", ok)
+    for op in ("softmax_dropout", "softmax_dropout_causal", "softmax_dropout_mask"):
+        mg, eager = get(op, "minigrad", "full", SCORES), get(op, "pytorch_eager", "full", SCORES)
+        ok = None if not (mg and eager and mg.get("peak_mib") and eager.get("peak_mib")) else (
+            mg["peak_mib"] <= 0.5 * eager["peak_mib"])
+        got = f"{mg['peak_mib']:.0f} vs {eager['peak_mib']:.0f} MiB" if ok is not None else "-"
+        target(f"{op} full peak memory at most half of eager's (got {got}, inputs included)", ok)
+    for h in SWEEP_HIDDEN:
+        shape = (FUSED_ELEMENTS // h, h)
+        for op in ("layer_norm_gelu", "softmax_dropout"):
+            for pass_ in ("fwd", "full"):
+                mg = get(op, "minigrad", pass_, shape)
+                others = [r for r in (get(op, i, pass_, shape) for i in ("pytorch_eager", "pytorch_compile")) if r]
+                ok = None if not (mg and others) else mg["ms"] < min(r["ms"] for r in others)
+                target(f"{op} {h} {pass_} faster than the faster of eager and compile", ok)
 
     print(f"\ntargets ({TARGETS_DOC}):")
     for name, ok in results:

@@ -22,6 +22,7 @@ namespace cpu_bench {
 // ---- the shapes (float32 throughout) ----
 constexpr int64_t kGeluRows = 2048, kGeluCols = 4096;        // gelu, forward and backward
 constexpr int64_t kSoftmaxRows = 2048, kSoftmaxCols = 4096;  // softmax over the last dim
+constexpr int64_t kFusedRows = 2048, kFusedCols = 4096;      // the fused ops and their twins (bench_cpu only)
 constexpr int64_t kSumRows = 4096, kSumCols = 1024;          // sum over dim 0, and over dim 1
 constexpr int64_t kMatmulM = 1024, kMatmulK = 1024, kMatmulN = 1024;
 constexpr int64_t kChainElements = 8;  // the overhead chain's tensors (bench/overhead_chain.h)
@@ -65,7 +66,7 @@ struct Options {
 inline void print_usage(const char* program, bool with_threads) {
   std::fprintf(stderr, "usage: %s [--json PATH] [--reps N] [--only NAME]%s\n", program,
                with_threads ? " [--threads N]" : "");
-  std::fprintf(stderr, "  NAME: gelu, softmax, sum, matmul, chain, or one row's op (gelu_fwd_bwd)\n");
+  std::fprintf(stderr, "  NAME: gelu, softmax, sum, matmul, chain, fused, or one row's op (gelu_fwd_bwd)\n");
 }
 
 // Returns false (after printing the usage) on an unknown or incomplete argument.

@@ -27,6 +27,7 @@
 #include <minigrad/cuda/random.h>
 #include <minigrad/cuda/reduce.h>
 #include <minigrad/cuda/softmax.h>
+#include <minigrad/cuda/softmax_dropout.h>
 
 namespace minigrad {
 namespace cuda {
@@ -84,6 +85,15 @@ void multinomial_with_replacement(const Tensor&, uint64_t, uint64_t, const Tenso
   raise_no_cuda_backend("multinomial");
 }
 void multinomial_race_keys(const Tensor&, uint64_t, uint64_t, const Tensor&) { raise_no_cuda_backend("multinomial"); }
+
+// ---- softmax_dropout ----
+void softmax_dropout_rows(const Tensor&, const SoftmaxDropoutRows&, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend("softmax_dropout");
+}
+void softmax_dropout_backward_rows(const Tensor&, const Tensor&, const SoftmaxDropoutRows&, const Tensor&) {
+  raise_no_cuda_backend("softmax_dropout_backward");
+}
+// ---- end of softmax_dropout ----
 
 // The elementwise engine: the same entries as a CUDA build compiles (kernels/elementwise_list.h).
 MG_ELEMENTWISE_KERNELS(MG_STUB_ELEMENTWISE)

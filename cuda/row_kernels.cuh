@@ -11,9 +11,10 @@
 //    their reductions wait on barriers. Longer rows still go to an op's "online" kernel, a
 //    block of kOnlineThreads per row.
 //  - RowThread (which row a thread works on) and row_allreduce (the combine across a row's
-//    threads);
+//    threads); MaxSum, fold and CombineMaxSum, the running (max, sum) of the online kernels;
 //  - the launch choices: the vector width (16-byte vectors where the row length and the
 //    pointers allow) and the kernel for the row length (launch_for_rows).
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
@@ -57,6 +58,39 @@ __device__ __forceinline__ T row_allreduce(T value, Combine combine, T identity,
   else
     return block_allreduce(value, combine, identity, shared);
 }
+
+// ---- the running (max, sum) pair of the online softmax kernels (softmax, softmax_dropout) ----
+// One read of a long row gives its maximum and the sum of exp(element - max): the sum is
+// rescaled whenever the maximum grows.
+
+template <typename acc_t>
+struct MaxSum {
+  acc_t max;  // the largest element so far (-inf before any)
+  acc_t sum;  // sum of exp(element - max) so far
+};
+
+// `sum`, measured against the maximum `from`, measured against the larger `to`.
+template <typename acc_t>
+__device__ __forceinline__ acc_t rescale(acc_t sum, acc_t from, acc_t to) {
+  return from == to ? sum : sum * exp(from - to);
+}
+
+// A -inf element adds exp(-inf - max) = 0 whatever the maximum, so it is skipped: that also
+// keeps a row that starts with -inf from computing -inf - (-inf) = NaN.
+template <typename acc_t>
+__device__ __forceinline__ MaxSum<acc_t> fold(MaxSum<acc_t> s, acc_t x) {
+  if (x == -INFINITY) return s;
+  const acc_t max = fmax(s.max, x);
+  return {max, rescale(s.sum, s.max, max) + exp(x - max)};
+}
+
+template <typename acc_t>
+struct CombineMaxSum {
+  __device__ MaxSum<acc_t> operator()(MaxSum<acc_t> a, MaxSum<acc_t> b) const {
+    const acc_t max = fmax(a.max, b.max);
+    return {max, rescale(a.sum, a.max, max) + rescale(b.sum, b.max, max)};
+  }
+};
 
 // Which row this thread works on, and its place among the row's threads.
 template <bool kWarpPerRow>

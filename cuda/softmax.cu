@@ -32,37 +32,6 @@ namespace minigrad {
 namespace cuda {
 namespace {
 
-// ---- the running (max, sum) pair of the long-row kernel ----
-
-template <typename acc_t>
-struct MaxSum {
-  acc_t max;  // the largest element so far (-inf before any)
-  acc_t sum;  // sum of exp(element - max) so far
-};
-
-// `sum`, measured against the maximum `from`, measured against the larger `to`.
-template <typename acc_t>
-__device__ __forceinline__ acc_t rescale(acc_t sum, acc_t from, acc_t to) {
-  return from == to ? sum : sum * exp(from - to);
-}
-
-// A -inf element adds exp(-inf - max) = 0 whatever the maximum, so it is skipped: that also
-// keeps a row that starts with -inf from computing -inf - (-inf) = NaN.
-template <typename acc_t>
-__device__ __forceinline__ MaxSum<acc_t> fold(MaxSum<acc_t> s, acc_t x) {
-  if (x == -INFINITY) return s;
-  const acc_t max = fmax(s.max, x);
-  return {max, rescale(s.sum, s.max, max) + exp(x - max)};
-}
-
-template <typename acc_t>
-struct CombineMaxSum {
-  __device__ MaxSum<acc_t> operator()(MaxSum<acc_t> a, MaxSum<acc_t> b) const {
-    const acc_t max = fmax(a.max, b.max);
-    return {max, rescale(a.sum, a.max, max) + rescale(b.sum, b.max, max)};
-  }
-};
-
 // ---- forward ----
 
 // A row in registers, held by a warp (kWarpPerRow: kWarpsPerBlock rows per block) or by the

@@ -21,6 +21,7 @@
 #include <type_traits>
 
 #include <minigrad/core/dtype.h>
+#include <minigrad/kernels/dropout.h>
 #include <minigrad/kernels/elementwise_functors.h>
 
 #define MG_FLOATING_UNARY(X, F) \
@@ -156,11 +157,16 @@
   MG_FLOATING_UNARY(X, elementwise::LeakyRelu)          \
   MG_FLOATING_UNARY(X, elementwise::Elu)
 
+// ---- dropout (ops/dropout.cpp): x or the gradient times the Philox keep-mask, scaled ----
+#define MG_ELEMENTWISE_DROPOUT_KERNELS(X) MG_FLOATING_UNARY(X, elementwise::DropoutScale)
+// ---- end of dropout ----
+
 #define MG_ELEMENTWISE_KERNELS(X)        \
   MG_ELEMENTWISE_MATH_KERNELS(X)         \
   MG_ELEMENTWISE_ARITHMETIC_KERNELS(X)   \
   MG_ELEMENTWISE_COMPARE_KERNELS(X)      \
-  MG_ELEMENTWISE_ACTIVATION_KERNELS(X)
+  MG_ELEMENTWISE_ACTIVATION_KERNELS(X)   \
+  MG_ELEMENTWISE_DROPOUT_KERNELS(X)
 
 namespace minigrad {
 

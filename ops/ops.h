@@ -134,6 +134,33 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);
 
+// ---- dropout (ops/dropout.cpp) ----
+// PyTorch's names and meanings. Element i (its index in x's row-major order) is dropped with
+// probability p rounded to a multiple of 2^-16 (kernels/dropout.h), drawn from one stream of
+// `generator` (the default one when null) reserved per call; the kept ones are scaled by
+// 1 / (1 - p). p in [0, 1). training == false or p == 0 draws nothing: dropout returns x.
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);
+// dropout(softmax(scale * x + mask, dim), p) in one pass forward and one backward. mask
+// broadcasts to x: bool (false masks out, as attn_mask of PyTorch's SDPA) or additive, of
+// x's dtype, never requiring grad. is_causal masks column j > row i of the last two dims
+// (dim must be the last). A row with every element masked out gives zeros, not NaN.
+Tensor softmax_dropout(const Tensor& x, int64_t dim, double p, bool training = true,
+                       const std::optional<Tensor>& mask = std::nullopt, bool is_causal = false,
+                       std::optional<double> scale = std::nullopt, Generator* generator = nullptr);
+namespace composite {
+// The twins, from existing ops and differentiated by the tape; same arguments, same draws.
+// (The twin of softmax_dropout gives NaN on a fully masked row: softmax of -inf everywhere.)
+Tensor dropout(const Tensor& x, double p = 0.5, bool training = true, Generator* generator = nullptr);
+Tensor softmax_dropout(const Tensor& x, int64_t dim, double p, bool training = true,
+                       const std::optional<Tensor>& mask = std::nullopt, bool is_causal = false,
+                       std::optional<double> scale = std::nullopt, Generator* generator = nullptr);
+// The keep-mask of the stream (seed, offset): 1 where kept, 0 where dropped, in options' dtype.
+Tensor dropout_mask(const Shape& sizes, double p, uint64_t seed, uint64_t offset, TensorOptions options);
+// 1 / (1 - p_q), the factor of a kept element, with p_q the rounded p.
+double dropout_keep_scale(double p);
+}  // namespace composite
+// ---- end of dropout ----
+
 // ---- activations: the tutorial's custom Functions (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
 Tensor relu(const Tensor& x);
 enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf

@@ -441,6 +441,31 @@ inline const std::vector<OpInfo>& op_table() {
       OpInfo("log_softmax over dim 0", [](S s) { return tensor_list{s.normal({3, 2})}; },
              [](T x) { return log_softmax(x[0], 0); }),
 
+      // ---- dropout (ops/dropout.cpp): each call draws from a Generator of its own, seeded alike, so
+      // that every call of a row (gradcheck's many, each dtype, each device) drops the same elements ----
+      OpInfo("dropout", [](S s) { return tensor_list{s.normal({4, 8})}; },
+             [](T x) {
+               Generator gen(7);
+               return dropout(x[0], 0.3, true, &gen);
+             }),
+      OpInfo("softmax_dropout, causal and scaled", [](S s) { return tensor_list{s.normal({2, 3, 5})}; },
+             [](T x) {
+               Generator gen(7);
+               return softmax_dropout(x[0], -1, 0.3, true, std::nullopt, true, 0.5, &gen);
+             })
+          .once("SoftmaxDropout"),
+      OpInfo("softmax_dropout over dim 0, bool mask",
+             [](S s) { return tensor_list{s.normal({3, 2, 4}), s.mask({1, 0, 1, 1, 1, 1, 0, 1}, {2, 4})}; },
+             [](T x) {
+               Generator gen(7);
+               return softmax_dropout(x[0], 0, 0.3, true, x[1], false, std::nullopt, &gen);
+             })
+          .once("SoftmaxDropout"),
+      OpInfo("softmax_dropout in eval", [](S s) { return tensor_list{s.normal({2, 6})}; },
+             [](T x) { return softmax_dropout(x[0], -1, 0.3, false, std::nullopt, false, 2.0); })
+          .once("SoftmaxDropout"),
+      // ---- end of dropout ----
+
       // ---- activations (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
       OpInfo("relu", [](S s) { return tensor_list{s.away_from({2, 4}, 0.0, 0.1)}; }, [](T x) { return relu(x[0]); }),
       OpInfo("gelu", [](S s) { return tensor_list{s.normal({2, 4})}; }, [](T x) { return gelu(x[0]); }),

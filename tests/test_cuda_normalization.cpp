@@ -53,10 +53,10 @@ struct Result {
 Result run(Op op, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& upstream, Device device,
            DType dtype, bool affine = true) {
   const int64_t hidden = x.size(-1);
-  const Tensor xd = x.to(dtype).to(device).requires_grad_();
+  const Tensor xd = x.to(dtype).to(device).detach().requires_grad_();
   std::optional<Tensor> wd, bd;
-  if (affine) wd = w.to(dtype).to(device).requires_grad_();
-  if (affine && has_bias(op)) bd = b.to(dtype).to(device).requires_grad_();
+  if (affine) wd = w.to(dtype).to(device).detach().requires_grad_();
+  if (affine && has_bias(op)) bd = b.to(dtype).to(device).detach().requires_grad_();
   const Tensor y = apply(op, xd, hidden, wd, bd);
   CHECK(y.device() == device);
   CHECK(y.dtype() == dtype);

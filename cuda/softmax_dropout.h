@@ -1,0 +1,41 @@
+#pragma once
+// softmax_dropout on the GPU (cuda/softmax_dropout.cu), called by ops/dropout.cpp: row kernels
+// along the last dim of a contiguous x (ops/dropout.cpp moves another dim last with a copy).
+// Plain C++; on the current stream of the tensors' device.
+#include <minigrad/core/shape.h>
+#include <minigrad/core/tensor.h>
+#include <minigrad/kernels/dropout.h>
+
+namespace minigrad {
+namespace cuda {
+
+// What the kernels apply to the rows of x, besides x. Shapes and strides are those of the
+// rows' tensor (x with the softmax dim last), one entry per dim.
+struct SoftmaxDropoutRows {
+  Shape sizes;
+  // The index of each element in the row-major order of the caller's x, which decides its
+  // dropout: sum of coordinate * index_strides. With the softmax dim already last it is the
+  // element's own offset (index_strides are the contiguous strides).
+  Shape index_strides;
+  // Undefined, or bool (false masks out) or x's dtype (added), read at these strides (0 where
+  // broadcast): never expanded to x's shape.
+  Tensor mask;
+  Shape mask_strides;
+  double scale = 1.0;      // multiplies x before the mask is added
+  bool is_causal = false;  // column j > row i of the last two dims masked out
+  bool drop = false;       // false: y is P
+  dropout_bits::Mask dropout;
+};
+
+// P = softmax(scale * x + mask) along the last dim (a fully masked row gives zeros) and
+// y = P * keep / (1 - p_q). x, probs and y contiguous, of one shape and one floating dtype;
+// y may be probs itself when rows.drop is false. float16/bfloat16 compute in float.
+void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& probs, const Tensor& y);
+
+// grad_input = scale * P * (dP - sum(dP * P)), dP = grad * keep / (1 - p_q), in one pass over
+// grad and P (contiguous, of one shape and dtype). rows.mask is not read.
+void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& probs, const SoftmaxDropoutRows& rows,
+                                   const Tensor& grad_input);
+
+}  // namespace cuda
+}  // namespace minigrad
