@@ -15,8 +15,9 @@
 //  - each block owns rows blockIdx.x, blockIdx.x + gridDim.x, ... (a few blocks per SM)
 //    and each thread the same columns in every row, so a thread sums dz * xhat and dz for
 //    its columns over its block's rows in registers (rows up to 8192) or in its block's
-//    slice of the partials (longer rows). Each row is read twice: once for the row's two
-//    sums, once to write dx (from L1/L2).
+//    slice of the partials (longer rows). Rows up to 8192 elements keep xhat and dxhat in
+//    registers from the row's two sums to the writing of dx (x and grad read once); longer
+//    rows read the row again for dx (from L2).
 //  - the partials, [blocks, n], are summed over the blocks in a fixed order: dweight and
 //    dbias have the same bits on every run (no atomics).
 #include <algorithm>
@@ -40,8 +41,9 @@ namespace {
 using normalization::Epilogue;
 using normalization::NormKind;
 
-// The backward's register path: at most 16 elements of dweight and of dbias a thread
-// (32 registers in float), up to 512 threads a row: rows of up to 8192 elements.
+// The backward's register path: at most 16 elements a thread, each with four values in
+// registers (xhat, dxhat and the dweight/dbias sums: 64 registers in float), up to 512
+// threads a row: rows of up to 8192 elements.
 constexpr int kBackwardElementsPerThread = 16;
 constexpr int kBackwardMaxThreads = 512;
 constexpr int64_t kBackwardMaxRegisterRow = int64_t{kBackwardElementsPerThread} * kBackwardMaxThreads;
@@ -269,7 +271,8 @@ struct PlusRowSums {
 };
 
 // kVectorsPerThread > 0: the thread's columns are vectors t, t + blockDim.x, ... (that
-// many), and their dweight/dbias sums stay in registers until the block's last row.
+// many); their xhat and dxhat stay in registers for the row, their dweight/dbias sums until
+// the block's last row.
 // kVectorsPerThread == 0: any row length; the sums go to the block's slice of the partials
 // after each row (the thread reads back only what it wrote).
 //
@@ -286,6 +289,9 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
   acc_t* bias_partials = affine ? a.bias_partials + static_cast<int64_t>(blockIdx.x) * a.n : nullptr;
   acc_t dw[kHeld][kVec] = {};
   acc_t db[kHeld][kVec] = {};
+  // kInRegisters: the row's xhat and dxhat, kept from the sums to the writing of dx.
+  acc_t held_xhat[kHeld][kVec];
+  acc_t held_dxhat[kHeld][kVec];
 
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
@@ -298,6 +304,13 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
       for (int e = 0; e < kVec; ++e) {
         sums.dxhat += v.dxhat[e];
         sums.dxhat_xhat += v.dxhat[e] * v.xhat[e];
+      }
+      if constexpr (kInRegisters) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          held_xhat[j][e] = v.xhat[e];
+          held_dxhat[j][e] = v.dxhat[e];
+        }
       }
       if (!affine) return;
       if constexpr (kInRegisters) {
@@ -329,8 +342,24 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
     if (a.grad_input) {
       const acc_t mean_dxhat = sums.dxhat / static_cast<acc_t>(a.n);
       const acc_t mean_dxhat_xhat = sums.dxhat_xhat / static_cast<acc_t>(a.n);
-      for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x)
-        write_input_gradient<T, kKind, kEpilogue, kVec>(a, row, k, mean, rstd, mean_dxhat, mean_dxhat_xhat);
+      if constexpr (kInRegisters) {
+        AlignedVector<T, kVec>* out = reinterpret_cast<AlignedVector<T, kVec>*>(a.grad_input + row * a.n);
+#pragma unroll
+        for (int j = 0; j < kVectorsPerThread; ++j) {
+          const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
+          if (k < vectors) {
+            AlignedVector<T, kVec> result;
+#pragma unroll
+            for (int e = 0; e < kVec; ++e)
+              result.values[e] = convert_element<T>(normalization::input_gradient<kKind>(
+                  held_dxhat[j][e], held_xhat[j][e], rstd, mean_dxhat, mean_dxhat_xhat));
+            out[k] = result;
+          }
+        }
+      } else {
+        for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x)
+          write_input_gradient<T, kKind, kEpilogue, kVec>(a, row, k, mean, rstd, mean_dxhat, mean_dxhat_xhat);
+      }
     }
     __syncthreads();  // the next row's combines reuse the shared partials
   }
