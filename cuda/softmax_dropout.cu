@@ -84,20 +84,44 @@ __device__ __forceinline__ acc_t masked_logit(const RowOptions& o, const RowStar
   return v;
 }
 
-// The factor of column `col`'s dropout: keep / (1 - p_q).
-template <typename acc_t>
-__device__ __forceinline__ acc_t dropout_factor(const RowOptions& o, const RowStart& s,
-                                                dropout_bits::MaskCursor& cursor, int64_t col) {
-  return cursor.keep(static_cast<uint64_t>(s.index + col * o.index_step)) ? static_cast<acc_t>(o.keep_scale)
-                                                                          : acc_t(0);
+// The keep decisions of the kVec columns first_col .. first_col + kVec - 1, bit e for column
+// first_col + e. When their indices are consecutive and start at a multiple of kVec (the
+// softmax dim is x's last, kVec divides the row's start), they lie in one group of 8: one
+// Philox call, no per-element test. Otherwise one decision at a time through the cursor.
+template <int kVec>
+__device__ __forceinline__ uint32_t vector_keep_bits(const RowOptions& o, const RowStart& s,
+                                                     dropout_bits::MaskCursor& cursor, int64_t first_col) {
+  static_assert(dropout_bits::kElementsPerBlock % kVec == 0, "a vector must not straddle two groups");
+  const uint64_t first = static_cast<uint64_t>(s.index + first_col * o.index_step);
+  if (o.index_step == 1 && first % kVec == 0)
+    return o.dropout.keep_bits(first / dropout_bits::kElementsPerBlock) >> (first % dropout_bits::kElementsPerBlock);
+  uint32_t bits = 0;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e)
+    bits |= static_cast<uint32_t>(cursor.keep(first + static_cast<uint64_t>(e * o.index_step))) << e;
+  return bits;
 }
+
+// The factor of a kept element, or 0.
+template <typename acc_t>
+__device__ __forceinline__ acc_t keep_factor(const RowOptions& o, uint32_t bits, int e) {
+  return (bits >> e) & 1u ? static_cast<acc_t>(o.keep_scale) : acc_t(0);
+}
+
+// Blocks of the register kernels an SM must hold: 4 of 256 threads (8 of 128 for a warp per
+// row), which caps a thread at 64 registers. Without the cap the bfloat16 kernels for rows of
+// 1024 took 80 registers (forward) and 91 (backward), so an SM held 24 or 20 warps: too few
+// loads in flight to reach the copy rate. A double row needs up to 64 registers for its
+// values alone: no cap there.
+template <typename T>
+constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : 4;
 
 // ---- forward ----
 
 // A row in registers (cuda/row_kernels.cuh: a warp or a block per row; thread t holds the
 // row's vectors t, t + threads_per_row, ...).
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
-__global__ void softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ probs, T* __restrict__ y,
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>) softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ probs, T* __restrict__ y,
                                             int64_t rows, int64_t n, const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
@@ -147,13 +171,12 @@ __global__ void softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restri
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
       Vector p_result, y_result;
+      const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         p_result.values[e] = convert_element<T>(v[j][e] * inverse_sum);
-        if (options.drop) {
-          const acc_t p = convert_element<acc_t>(p_result.values[e]);
-          y_result.values[e] = convert_element<T>(p * dropout_factor<acc_t>(options, start, cursor, k * kVec + e));
-        }
+        const acc_t p = convert_element<acc_t>(p_result.values[e]);
+        y_result.values[e] = convert_element<T>(p * keep_factor<acc_t>(options, keep, e));
       }
       p_out[k] = p_result;
       if (options.drop) y_out[k] = y_result;
@@ -190,14 +213,13 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
     const Vector loaded = in[k];
     Vector p_result, y_result;
+    const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       const acc_t logit = masked_logit<T>(options, start, convert_element<acc_t>(loaded.values[e]), k * kVec + e);
       p_result.values[e] = convert_element<T>(all_masked ? acc_t(0) : exp(logit - state.max) * inverse_sum);
-      if (options.drop) {
-        const acc_t p = convert_element<acc_t>(p_result.values[e]);
-        y_result.values[e] = convert_element<T>(p * dropout_factor<acc_t>(options, start, cursor, k * kVec + e));
-      }
+      const acc_t p = convert_element<acc_t>(p_result.values[e]);
+      y_result.values[e] = convert_element<T>(p * keep_factor<acc_t>(options, keep, e));
     }
     p_out[k] = p_result;
     if (options.drop) y_out[k] = y_result;
@@ -207,7 +229,7 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
 // ---- backward ----
 
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
-__global__ void softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ probs,
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>) softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ probs,
                                                      T* __restrict__ grad_input, int64_t rows, int64_t n,
                                                      const RowOptions options) {
   using acc_t = compute_t<T>;
@@ -230,10 +252,11 @@ __global__ void softmax_dropout_backward_rows_kernel(const T* __restrict__ grad,
     if (k < vectors) {
       const Vector g_loaded = g_in[k];
       const Vector p_loaded = p_in[k];
+      const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         dp[j][e] = convert_element<acc_t>(g_loaded.values[e]);
-        if (options.drop) dp[j][e] *= dropout_factor<acc_t>(options, start, cursor, k * kVec + e);
+        if (options.drop) dp[j][e] *= keep_factor<acc_t>(options, keep, e);
         p[j][e] = convert_element<acc_t>(p_loaded.values[e]);
         total += dp[j][e] * p[j][e];
       }
@@ -267,20 +290,24 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   const Vector* p_in = reinterpret_cast<const Vector*>(probs + row * n);
   const int64_t vectors = n / kVec;
 
-  // dP of one element: the mask drawn again in each pass.
-  const auto grad_probs = [&](dropout_bits::MaskCursor& cursor, T g, int64_t col) {
-    const acc_t value = convert_element<acc_t>(g);
-    return options.drop ? value * dropout_factor<acc_t>(options, start, cursor, col) : value;
+  // dP of one vector: the mask drawn again in each pass.
+  const auto grad_probs = [&](dropout_bits::MaskCursor& cursor, const Vector& g, int64_t k, acc_t (&dp)[kVec]) {
+    const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      dp[e] = convert_element<acc_t>(g.values[e]);
+      if (options.drop) dp[e] *= keep_factor<acc_t>(options, keep, e);
+    }
   };
   acc_t total = 0;
   {
     dropout_bits::MaskCursor cursor(options.dropout);
     for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-      const Vector g_loaded = g_in[k];
       const Vector p_loaded = p_in[k];
+      acc_t dp[kVec];
+      grad_probs(cursor, g_in[k], k, dp);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        total += grad_probs(cursor, g_loaded.values[e], k * kVec + e) * convert_element<acc_t>(p_loaded.values[e]);
+      for (int e = 0; e < kVec; ++e) total += dp[e] * convert_element<acc_t>(p_loaded.values[e]);
     }
   }
   total = block_allreduce(total, Plus{}, acc_t(0), warp_results);
@@ -288,14 +315,13 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   Vector* out = reinterpret_cast<Vector*>(grad_input + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector g_loaded = g_in[k];
     const Vector p_loaded = p_in[k];
+    acc_t dp[kVec];
+    grad_probs(cursor, g_in[k], k, dp);
     Vector result;
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const acc_t dp = grad_probs(cursor, g_loaded.values[e], k * kVec + e);
-      result.values[e] = convert_element<T>(scale * convert_element<acc_t>(p_loaded.values[e]) * (dp - total));
-    }
+    for (int e = 0; e < kVec; ++e)
+      result.values[e] = convert_element<T>(scale * convert_element<acc_t>(p_loaded.values[e]) * (dp[e] - total));
     out[k] = result;
   }
 }
