@@ -133,12 +133,26 @@ MG_CPU_CLONES static void activate_derivative_row(T* __restrict v, int64_t n) {
   for (int64_t i = 0; i < n; ++i) v[i] = normalization::activate_derivative<kEpilogue>(v[i]);
 }
 
+// weight then bias in double, 1 and 0 where absent: no branch in the row loops.
+template <typename T>
+std::vector<double> affine_in_double(const T* w, const T* b, int64_t n) {
+  std::vector<double> affine(2 * static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    affine[static_cast<size_t>(i)] = w ? static_cast<double>(w[i]) : 1.0;
+    affine[static_cast<size_t>(n + i)] = b ? static_cast<double>(b[i]) : 0.0;
+  }
+  return affine;
+}
+
 // T: float or double (the half types were upcast); acc_t: the statistics' type.
 template <NormKind kKind, Epilogue kEpilogue, typename T>
 void forward_rows(const NormSpec& spec, const T* x, const T* w, const T* b, T* y, compute_t<T>* mean_out,
                   compute_t<T>* rstd_out, int64_t rows) {
   using acc_t = compute_t<T>;
   const int64_t n = spec.hidden;
+  const std::vector<double> affine = affine_in_double(w, b, n);
+  const double* weight = affine.data();
+  const double* bias = weight + n;
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const T* in = x + r * n;
@@ -148,12 +162,9 @@ void forward_rows(const NormSpec& spec, const T* x, const T* w, const T* b, T* y
       // Saved for backward in acc_t; the output uses them unrounded.
       if (mean_out) mean_out[r] = static_cast<acc_t>(mean);
       rstd_out[r] = static_cast<acc_t>(rstd);
-      for (int64_t i = 0; i < n; ++i) {
-        double z = normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd);
-        if (w) z *= static_cast<double>(w[i]);
-        if (b) z += static_cast<double>(b[i]);
-        out[i] = static_cast<T>(z);
-      }
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = static_cast<T>(normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd) * weight[i] +
+                                bias[i]);
       if constexpr (kEpilogue != Epilogue::Identity) activate_row<kEpilogue>(out, n);
     }
   });
@@ -173,23 +184,27 @@ struct BackwardPointers {
   T* grad_bias;
 };
 
+// The backward's chunks of rows, each with its own dweight/dbias partials: at most
+// kMaxPartialChunks of them, so the partials stay a few MiB and their sum a short
+// contiguous pass. (Chunks of rows_per_chunk rows alone made 256 partial rows for
+// [2048, 4096], 16 MiB summed column by column, slower than the rest of the backward.)
+// The count depends on the shape alone, never on the thread count.
+constexpr int64_t kMaxPartialChunks = 32;
+int64_t backward_rows_per_chunk(int64_t rows, int64_t hidden) {
+  return std::max(rows_per_chunk(hidden), (rows + kMaxPartialChunks - 1) / kMaxPartialChunks);
+}
+
 template <NormKind kKind, Epilogue kEpilogue, typename T>
 void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t rows) {
   const int64_t n = spec.hidden;
-  const int64_t chunk_rows = rows_per_chunk(n);
+  const int64_t chunk_rows = backward_rows_per_chunk(rows, n);
   const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
-  const bool affine_grads = p.grad_weight || p.grad_bias;
   // Per chunk: the chunk's sums of dz * xhat and of dz, per column.
-  std::vector<double> weight_partials(affine_grads ? static_cast<size_t>(chunks * n) : 0, 0.0);
-  std::vector<double> bias_partials(affine_grads ? static_cast<size_t>(chunks * n) : 0, 0.0);
-  // weight and bias in double, 1 and 0 where absent: no branch in the loops.
-  std::vector<double> affine(2 * static_cast<size_t>(n));
-  double* weight = affine.data();
-  double* bias = weight + n;
-  for (int64_t i = 0; i < n; ++i) {
-    weight[i] = p.w ? static_cast<double>(p.w[i]) : 1.0;
-    bias[i] = p.b ? static_cast<double>(p.b[i]) : 0.0;
-  }
+  std::vector<double> weight_partials(p.grad_weight ? static_cast<size_t>(chunks * n) : 0, 0.0);
+  std::vector<double> bias_partials(p.grad_bias ? static_cast<size_t>(chunks * n) : 0, 0.0);
+  const std::vector<double> affine = affine_in_double(p.w, p.b, n);
+  const double* weight = affine.data();
+  const double* bias = weight + n;
   parallel_for(0, chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
     std::vector<double> row_buffers(3 * static_cast<size_t>(n));
     double* xhat = row_buffers.data();
@@ -197,8 +212,8 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
     double* dxhat = dz + n;
     std::vector<T> act_grad(kEpilogue == Epilogue::Identity ? 0 : static_cast<size_t>(n));  // act'(z)
     for (int64_t c = chunk_begin; c < chunk_end; ++c) {
-      double* dw = affine_grads ? weight_partials.data() + c * n : nullptr;
-      double* db = affine_grads ? bias_partials.data() + c * n : nullptr;
+      double* dw = p.grad_weight ? weight_partials.data() + c * n : nullptr;
+      double* db = p.grad_bias ? bias_partials.data() + c * n : nullptr;
       for (int64_t r = c * chunk_rows; r < std::min(rows, (c + 1) * chunk_rows); ++r) {
         const T* g = p.grad + r * n;
         const T* in = p.x + r * n;
@@ -214,12 +229,10 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
           activate_derivative_row<kEpilogue>(z, n);
           for (int64_t i = 0; i < n; ++i) dz[i] *= static_cast<double>(z[i]);
         }
-        if (affine_grads) {
-          for (int64_t i = 0; i < n; ++i) {
-            dw[i] += dz[i] * xhat[i];
-            db[i] += dz[i];
-          }
-        }
+        if (p.grad_weight)
+          for (int64_t i = 0; i < n; ++i) dw[i] += dz[i] * xhat[i];
+        if (p.grad_bias)
+          for (int64_t i = 0; i < n; ++i) db[i] += dz[i];
         if (!p.grad_input) continue;
         // dxhat = dz * w, then its two sums in kSumLanes lanes (an order fixed by n).
         for (int64_t i = 0; i < n; ++i) dxhat[i] = dz[i] * weight[i];
@@ -233,19 +246,16 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
       }
     }
   });
-  if (!affine_grads) return;
-  // The chunks' partials in chunk order, each column on its own.
-  parallel_for(0, n, kElementwiseGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      double dw = 0.0, db = 0.0;
-      for (int64_t c = 0; c < chunks; ++c) {
-        dw += weight_partials[static_cast<size_t>(c * n + i)];
-        db += bias_partials[static_cast<size_t>(c * n + i)];
-      }
-      if (p.grad_weight) p.grad_weight[i] = static_cast<T>(dw);
-      if (p.grad_bias) p.grad_bias[i] = static_cast<T>(db);
-    }
-  });
+  // The chunks' partials added in chunk order, column by column (chunk 0's row holds the
+  // running sums): each pass reads two contiguous rows.
+  auto sum_chunks = [&](std::vector<double>& partials, T* out) {
+    if (!out) return;
+    for (int64_t c = 1; c < chunks; ++c)
+      for (int64_t i = 0; i < n; ++i) partials[static_cast<size_t>(i)] += partials[static_cast<size_t>(c * n + i)];
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(partials[static_cast<size_t>(i)]);
+  };
+  sum_chunks(weight_partials, p.grad_weight);
+  sum_chunks(bias_partials, p.grad_bias);
 }
 
 template <typename T>
