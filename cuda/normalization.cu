@@ -13,11 +13,12 @@
 //    row, three passes over the row (the second and third read it from L2).
 // Backward (one kernel for dx and the dweight/dbias partials, then a small reduction):
 //  - each block owns rows blockIdx.x, blockIdx.x + gridDim.x, ... (a few blocks per SM)
-//    and each thread the same columns in every row, so a thread sums dz * xhat and dz for
-//    its columns over its block's rows in registers (rows up to 8192) or in its block's
-//    slice of the partials (longer rows). Rows up to 8192 elements keep xhat and dxhat in
-//    registers from the row's two sums to the writing of dx (x and grad read once); longer
-//    rows read the row again for dx (from L2).
+//    and each thread the same columns in every row. Rows up to 8192 elements keep xhat and
+//    dxhat in registers from the row's two sums to the writing of dx (x and grad read
+//    once), and a thread sums dz * xhat and dz for its columns over its block's rows in
+//    registers too. Longer rows (and rows that rule out 16-byte vectors) read the row again
+//    for dx (from L2), and a second kernel reads x and grad once more for the partials, by
+//    columns (affine_gradient_columns_kernel).
 //  - the partials, [blocks, n], are summed over the blocks in a fixed order: dweight and
 //    dbias have the same bits on every run (no atomics).
 #include <algorithm>
@@ -273,8 +274,8 @@ struct PlusRowSums {
 // kVectorsPerThread > 0: the thread's columns are vectors t, t + blockDim.x, ... (that
 // many); their xhat and dxhat stay in registers for the row, their dweight/dbias sums until
 // the block's last row.
-// kVectorsPerThread == 0: any row length; the sums go to the block's slice of the partials
-// after each row (the thread reads back only what it wrote).
+// kVectorsPerThread == 0: any row length, dx only (a.weight_partials null): the dweight and
+// dbias partials of such rows come from affine_gradient_columns_kernel.
 //
 // Blocks of up to 512 threads: at most 128 registers a thread (65536 an SM).
 template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec, int kVectorsPerThread>
@@ -284,7 +285,7 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
   constexpr bool kInRegisters = kVectorsPerThread > 0;
   constexpr int kHeld = kInRegisters ? kVectorsPerThread : 1;
   const int64_t vectors = a.n / kVec;
-  const bool affine = a.weight_partials != nullptr;
+  const bool affine = kInRegisters && a.weight_partials != nullptr;
   acc_t* weight_partials = affine ? a.weight_partials + static_cast<int64_t>(blockIdx.x) * a.n : nullptr;
   acc_t* bias_partials = affine ? a.bias_partials + static_cast<int64_t>(blockIdx.x) * a.n : nullptr;
   acc_t dw[kHeld][kVec] = {};
@@ -296,7 +297,6 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
     const acc_t rstd = a.rstd[row];
-    const bool first_row = row == blockIdx.x;
     RowSums<acc_t> sums{0, 0};
     auto visit = [&](int64_t k, int j) {
       const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, rstd);
@@ -311,21 +311,11 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
           held_xhat[j][e] = v.xhat[e];
           held_dxhat[j][e] = v.dxhat[e];
         }
-      }
-      if (!affine) return;
-      if constexpr (kInRegisters) {
+        if (!affine) return;
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           dw[j][e] += v.dz[e] * v.xhat[e];
           db[j][e] += v.dz[e];
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const int64_t column = k * kVec + e;
-          const acc_t w_term = v.dz[e] * v.xhat[e];
-          weight_partials[column] = first_row ? w_term : weight_partials[column] + w_term;
-          bias_partials[column] = first_row ? v.dz[e] : bias_partials[column] + v.dz[e];
         }
       }
     };
@@ -376,6 +366,38 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
         }
       }
     }
+  }
+}
+
+// The dweight and dbias partials of rows the register path does not hold: thread t of
+// block (x, y) owns vector k = x * blockDim.x + t of the columns and sums dz * xhat and dz
+// over the rows of chunk y, in order, into partials row y. It reads x and grad a second
+// time (the dx kernel read them first): 2 n elements a row, where keeping a partials row per
+// block up to date in global memory cost a read and a write of both sums, 16 bytes an
+// element in float, for every row.
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
+__global__ void affine_gradient_columns_kernel(BackwardArgs<T> a, int64_t rows_per_chunk) {
+  using acc_t = compute_t<T>;
+  const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= a.n / kVec) return;
+  const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
+  const int64_t end = begin + rows_per_chunk < a.rows ? begin + rows_per_chunk : a.rows;
+  acc_t dw[kVec] = {};
+  acc_t db[kVec] = {};
+  for (int64_t row = begin; row < end; ++row) {
+    const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
+    const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, a.rstd[row]);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      dw[e] += v.dz[e] * v.xhat[e];
+      db[e] += v.dz[e];
+    }
+  }
+  const int64_t at = static_cast<int64_t>(blockIdx.y) * a.n + k * kVec;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    a.weight_partials[at + e] = dw[e];
+    a.bias_partials[at + e] = db[e];
   }
 }
 
@@ -507,23 +529,48 @@ void normalization_backward(const char* op, const Tensor& grad, const Tensor& x,
                            [&](auto vector_width) {
         constexpr int kVec = decltype(vector_width)::value;
         const int64_t vectors = rows.length / kVec;
+        // The partials: `count` rows of dweight sums, then as many of dbias sums.
+        auto allocate_partials = [&](int64_t count) {
+          blocks = count;
+          partials = empty({2, count, rows.length},
+                           TensorOptions(x.dtype() == kFloat64 ? kFloat64 : kFloat32).device(x.device()));
+          args.weight_partials = static_cast<acc_t*>(partials.raw_data());
+          args.bias_partials = args.weight_partials + count * rows.length;
+        };
         // A few blocks per SM (as many as fit), each looping over its rows; never more
         // blocks than rows, so every block's slice of the partials is written.
-        auto launch = [&](auto kernel, int threads) {
+        auto grid_for = [&](auto kernel, int threads) {
           int per_sm = 0;
           MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), op);
-          blocks = std::min<int64_t>(rows.count, int64_t{std::max(per_sm, 1)} * multiprocessor_count());
-          if (affine) {
-            partials = empty({2, blocks, rows.length},
-                             TensorOptions(x.dtype() == kFloat64 ? kFloat64 : kFloat32).device(x.device()));
-            args.weight_partials = static_cast<acc_t*>(partials.raw_data());
-            args.bias_partials = args.weight_partials + blocks * rows.length;
-          }
-          kernel<<<static_cast<unsigned int>(blocks), threads, 0, stream>>>(args);
+          return std::min<int64_t>(rows.count, int64_t{std::max(per_sm, 1)} * multiprocessor_count());
         };
+        auto launch = [&](auto kernel, int threads) {
+          const int64_t grid = grid_for(kernel, threads);
+          if (affine) allocate_partials(grid);
+          kernel<<<static_cast<unsigned int>(grid), threads, 0, stream>>>(args);
+        };
+        // Rows the registers do not hold: dx by the loop kernel, then the partials by columns,
+        // about 4 blocks an SM in all (256 threads, a vector of columns each).
         auto launch_loop = [&] {
-          launch(normalization_backward_kernel<T, kKind, kEpilogue, kVec, 0>,
-                 block_threads_for(vectors, kBackwardMaxThreads));
+          if (args.grad_input) {
+            const auto kernel = normalization_backward_kernel<T, kKind, kEpilogue, kVec, 0>;
+            const int threads = block_threads_for(vectors, kBackwardMaxThreads);
+            BackwardArgs<T> dx_only = args;
+            dx_only.weight_partials = dx_only.bias_partials = nullptr;
+            kernel<<<static_cast<unsigned int>(grid_for(kernel, threads)), threads, 0, stream>>>(dx_only);
+          }
+          if (!affine) return;
+          constexpr int kColumnThreads = 256;
+          const int64_t column_blocks = (vectors + kColumnThreads - 1) / kColumnThreads;
+          constexpr int64_t kMaxGridY = 65535;
+          const int64_t wanted_chunks =
+              std::clamp<int64_t>((4 * multiprocessor_count() + column_blocks - 1) / column_blocks, 1, kMaxGridY);
+          const int64_t rows_per_chunk = (rows.count + wanted_chunks - 1) / wanted_chunks;
+          const int64_t chunks = (rows.count + rows_per_chunk - 1) / rows_per_chunk;
+          allocate_partials(chunks);
+          affine_gradient_columns_kernel<T, kKind, kEpilogue, kVec>
+              <<<dim3(static_cast<unsigned int>(column_blocks), static_cast<unsigned int>(chunks)), kColumnThreads, 0,
+                 stream>>>(args, rows_per_chunk);
         };
         if constexpr (kVec == 1) {
           launch_loop();
