@@ -11,36 +11,17 @@
 #include <vector>
 
 #include "tests/cuda_test_support.h"
+#include "tests/normalization_test_ops.h"
 
 using namespace minigrad;
 using namespace minigrad::test;
 
 namespace {
 
-enum class Op { LayerNorm, RMSNorm, GeluExact, GeluTanh };
-const std::vector<Op> kOps = {Op::LayerNorm, Op::RMSNorm, Op::GeluExact, Op::GeluTanh};
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::LayerNorm: return "layer_norm";
-    case Op::RMSNorm: return "rms_norm";
-    case Op::GeluExact: return "layer_norm_gelu";
-    case Op::GeluTanh: return "layer_norm_gelu, tanh";
-  }
-  return "";
-}
-
-bool has_bias(Op op) { return op != Op::RMSNorm; }
-
-Tensor apply(Op op, const Tensor& x, int64_t hidden, const std::optional<Tensor>& w,
+// The fused op over the last dim of x.
+Tensor apply(NormOp op, const Tensor& x, int64_t hidden, const std::optional<Tensor>& w,
              const std::optional<Tensor>& b) {
-  switch (op) {
-    case Op::LayerNorm: return layer_norm(x, {hidden}, w, b);
-    case Op::RMSNorm: return rms_norm(x, {hidden}, w, 1e-6);
-    case Op::GeluExact: return layer_norm_gelu(x, {hidden}, w, b);
-    case Op::GeluTanh: return layer_norm_gelu(x, {hidden}, w, b, 1e-5, GeluApproximation::Tanh);
-  }
-  return Tensor();
+  return fused(op, x, {hidden}, w, b);
 }
 
 // The output and the gradients of x, weight and bias (undefined where absent), all on the CPU.
@@ -50,7 +31,7 @@ struct Result {
 
 // Runs op on copies of the CPU values x, w, b moved to `device` in `dtype`, with the
 // upstream gradient `upstream`; `affine` false leaves weight and bias out.
-Result run(Op op, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& upstream, Device device,
+Result run(NormOp op, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& upstream, Device device,
            DType dtype, bool affine = true) {
   const int64_t hidden = x.size(-1);
   const Tensor xd = x.to(dtype).to(device).detach().requires_grad_();
@@ -105,7 +86,7 @@ TEST_CASE("normalizations on the GPU match the CPU for every row length, float64
     const Tensor x = sample_input({rows, n});
     const Tensor w = sample_affine(n), b = sample_affine(n) - 1.0;
     const Tensor upstream = randn({rows, n}, kFloat64);
-    for (Op op : kOps) {
+    for (NormOp op : kNormOps) {
       CAPTURE(op_name(op));
       for (bool affine : {true, false}) {
         CAPTURE(affine);
@@ -129,7 +110,7 @@ TEST_CASE("normalizations on the GPU: float16 and bfloat16 against float64" * do
       const Tensor w = sample_affine(n).to(half).to(kFloat64), b = (sample_affine(n) - 1.0).to(half).to(kFloat64);
       const Tensor upstream = randn({rows, n}, kFloat64).to(half).to(kFloat64);
       const double tol = half == kBFloat16 ? 3e-2 : 5e-3;
-      for (Op op : kOps) {
+      for (NormOp op : kNormOps) {
         CAPTURE(op_name(op));
         const Result expected = run(op, x, w, b, upstream, kCPU, kFloat64);
         const Result actual = run(op, x, w, b, upstream, kGpu, half);
@@ -149,7 +130,7 @@ TEST_CASE("normalizations on the GPU: many rows (blocks that loop over rows), dw
     const Tensor x = sample_input(shape);
     const Tensor w = sample_affine(n), b = sample_affine(n) - 1.0;
     const Tensor upstream = randn(shape, kFloat64);
-    for (Op op : kOps) {
+    for (NormOp op : kNormOps) {
       CAPTURE(op_name(op));
       const Result cpu = run(op, x, w, b, upstream, kCPU, kFloat64);
       const Result first = run(op, x, w, b, upstream, kGpu, kFloat32);
@@ -167,7 +148,7 @@ TEST_CASE("normalizations on the GPU: many rows (blocks that loop over rows), dw
 TEST_CASE("normalizations on the GPU: unaligned and strided inputs" * doctest::skip(!cuda_is_available())) {
   manual_seed(403);
   const int64_t rows = 6, n = 64;
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     const Tensor base = sample_input({rows * n + 1});
     const Tensor w = sample_affine(n), b = sample_affine(n) - 1.0;
@@ -190,7 +171,7 @@ TEST_CASE("normalizations on the GPU: unaligned and strided inputs" * doctest::s
 
 TEST_CASE("gradcheck: the normalizations on the GPU" * doctest::skip(!cuda_is_available())) {
   manual_seed(404);
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     for (int64_t n : {1, 6, 9}) {
       CAPTURE(n);
@@ -207,7 +188,7 @@ TEST_CASE("gradcheck: the normalizations on the GPU" * doctest::skip(!cuda_is_av
 }
 
 TEST_CASE("normalizations on the GPU: empty inputs" * doctest::skip(!cuda_is_available())) {
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     const Tensor x = zeros({0, 8}, TensorOptions(kFloat32).device(kGpu)).requires_grad_();
     const Tensor w = ones({8}, TensorOptions(kFloat32).device(kGpu)).requires_grad_();

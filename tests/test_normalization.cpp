@@ -9,54 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "tests/test_support.h"
+#include "tests/normalization_test_ops.h"
 
 using namespace minigrad;
 using namespace minigrad::test;
 
 namespace {
 
-enum class Op { LayerNorm, RMSNorm, GeluExact, GeluTanh };
-const std::vector<Op> kOps = {Op::LayerNorm, Op::RMSNorm, Op::GeluExact, Op::GeluTanh};
-
-const char* op_name(Op op) {
-  switch (op) {
-    case Op::LayerNorm: return "layer_norm";
-    case Op::RMSNorm: return "rms_norm";
-    case Op::GeluExact: return "layer_norm_gelu";
-    case Op::GeluTanh: return "layer_norm_gelu, tanh";
-  }
-  return "";
-}
-
-constexpr double kEps = 1e-5;
-
-Tensor fused(Op op, const Tensor& x, const Shape& shape, const std::optional<Tensor>& w,
-             const std::optional<Tensor>& b) {
-  switch (op) {
-    case Op::LayerNorm: return layer_norm(x, shape, w, b, kEps);
-    case Op::RMSNorm: return rms_norm(x, shape, w, kEps);
-    case Op::GeluExact: return layer_norm_gelu(x, shape, w, b, kEps);
-    case Op::GeluTanh: return layer_norm_gelu(x, shape, w, b, kEps, GeluApproximation::Tanh);
-  }
-  return Tensor();
-}
-
-Tensor twin(Op op, const Tensor& x, const Shape& shape, const std::optional<Tensor>& w,
-            const std::optional<Tensor>& b) {
-  switch (op) {
-    case Op::LayerNorm: return composite::layer_norm(x, shape, w, b, kEps);
-    case Op::RMSNorm: return composite::rms_norm(x, shape, w, kEps);
-    case Op::GeluExact: return composite::layer_norm_gelu(x, shape, w, b, kEps);
-    case Op::GeluTanh: return composite::layer_norm_gelu(x, shape, w, b, kEps, GeluApproximation::Tanh);
-  }
-  return Tensor();
-}
-
-bool has_bias(Op op) { return op != Op::RMSNorm; }
-
 // The op row by row in doubles: the statistics in one loop each, GELU from its definition.
-Tensor reference(Op op, const Tensor& x, int64_t hidden, const std::optional<Tensor>& w,
+Tensor reference(NormOp op, const Tensor& x, int64_t hidden, const std::optional<Tensor>& w,
                  const std::optional<Tensor>& b) {
   const std::vector<double> v = x.to_vector<double>();
   const std::vector<double> wv = w ? w->to_vector<double>() : std::vector<double>(hidden, 1.0);
@@ -65,18 +26,18 @@ Tensor reference(Op op, const Tensor& x, int64_t hidden, const std::optional<Ten
   for (size_t row = 0; row < v.size() / hidden; ++row) {
     const double* in = v.data() + row * hidden;
     double mean = 0.0;
-    if (op != Op::RMSNorm) {
+    if (op != NormOp::RMSNorm) {
       for (int64_t i = 0; i < hidden; ++i) mean += in[i];
       mean /= hidden;
     }
     double square_sum = 0.0;
     for (int64_t i = 0; i < hidden; ++i) square_sum += (in[i] - mean) * (in[i] - mean);
-    const double denominator = std::sqrt(square_sum / hidden + kEps);
+    const double denominator = std::sqrt(square_sum / hidden + kNormEps);
     for (int64_t i = 0; i < hidden; ++i) {
       const double z = (in[i] - mean) / denominator * wv[i] + bv[i];
       double y = z;
-      if (op == Op::GeluExact) y = 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0)));
-      if (op == Op::GeluTanh)
+      if (op == NormOp::GeluExact) y = 0.5 * z * (1.0 + std::erf(z / std::sqrt(2.0)));
+      if (op == NormOp::GeluTanh)
         y = 0.5 * z * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));
       out[row * hidden + i] = y;
     }
@@ -101,7 +62,7 @@ const std::vector<Case> kCases = {{{4, 1}, {1}},     {{3, 5}, {5}},         {{2,
 
 // Runs fused and twin with a random upstream gradient and compares values and the
 // gradients of x, weight and bias.
-void check_against_twin(Op op, const Tensor& x_values, const Shape& shape, bool affine, DType dtype, double tol,
+void check_against_twin(NormOp op, const Tensor& x_values, const Shape& shape, bool affine, DType dtype, double tol,
                         const std::function<Tensor(const Tensor&)>& view = [](const Tensor& t) { return t; }) {
   const Tensor w_values = sample_affine(shape, dtype);
   const Tensor b_values = sample_affine(shape, dtype) - 1.0;
@@ -129,7 +90,7 @@ void check_against_twin(Op op, const Tensor& x_values, const Shape& shape, bool 
 
 TEST_CASE("normalizations match plain double loops") {
   manual_seed(300);
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     for (const Case& c : kCases) {
       CAPTURE(shape_str(c.x_shape));
@@ -147,7 +108,7 @@ TEST_CASE("normalizations match plain double loops") {
 
 TEST_CASE("normalizations: values and the gradients of x, weight and bias agree with the composite twins") {
   manual_seed(301);
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     for (const Case& c : kCases) {
       CAPTURE(shape_str(c.x_shape));
@@ -162,7 +123,7 @@ TEST_CASE("normalizations: values and the gradients of x, weight and bias agree 
 
 TEST_CASE("normalizations read non-contiguous inputs") {
   manual_seed(302);
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     // [6, 4] transposed to [4, 6], rows of 6 strided by 4; a slice with a step.
     check_against_twin(op, sample_input({6, 4}), {6}, true, kFloat64, 1e-10,
@@ -174,7 +135,7 @@ TEST_CASE("normalizations read non-contiguous inputs") {
 
 TEST_CASE("gradcheck: the normalizations with and without weight and bias") {
   manual_seed(303);
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     for (const Case& c : {Case{{3, 5}, {5}}, Case{{2, 2, 3}, {2, 3}}, Case{{2, 1}, {1}}}) {
       CAPTURE(shape_str(c.x_shape));
@@ -237,7 +198,7 @@ TEST_CASE("rms_norm's default eps is float's machine epsilon (double's for float
 
 TEST_CASE("normalizations in float32, float16 and bfloat16 against float64") {
   manual_seed(306);
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     const Tensor x = sample_input({6, 40});
     const Tensor w = sample_affine({40});
@@ -286,7 +247,7 @@ TEST_CASE("dweight and dbias do not depend on the thread count") {
 }
 
 TEST_CASE("normalizations of empty inputs") {
-  for (Op op : kOps) {
+  for (NormOp op : kNormOps) {
     CAPTURE(op_name(op));
     // No rows: an empty output, and zero dweight and dbias.
     const Tensor x = zeros({0, 4}, kFloat64).requires_grad_();
