@@ -108,7 +108,7 @@ int64_t rows_per_chunk(int64_t hidden) {
 // One row's mean (0 for rms_norm) and rstd. Two passes (the mean, then the squared
 // deviations from it): no cancellation when the mean is large against the spread.
 template <NormKind kKind, typename T>
-void row_statistics(const T* x, int64_t n, double eps, double& mean, double& rstd) {
+MG_INLINE_IN_CLONES void row_statistics(const T* x, int64_t n, double eps, double& mean, double& rstd) {
   mean = 0.0;
   if constexpr (kKind == NormKind::Layer) {
     mean = sum_in_lanes<double>(n, [&](int64_t i) { return static_cast<double>(x[i]); }) / static_cast<double>(n);
@@ -144,6 +144,19 @@ std::vector<double> affine_in_double(const T* w, const T* b, int64_t n) {
   return affine;
 }
 
+// One row of the forward, and its statistics. The row functions are compiled for each
+// instruction set (MG_CPU_CLONES): inside parallel_for's lambda the loops ran on the
+// baseline's two double lanes.
+template <NormKind kKind, Epilogue kEpilogue, typename T>
+MG_CPU_CLONES static void forward_row(const T* in, const double* weight, const double* bias, double eps, T* out,
+                                      int64_t n, double& mean, double& rstd) {
+  row_statistics<kKind>(in, n, eps, mean, rstd);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd) * weight[i] +
+                            bias[i]);
+  if constexpr (kEpilogue != Epilogue::Identity) activate_row<kEpilogue>(out, n);
+}
+
 // T: float or double (the half types were upcast); acc_t: the statistics' type.
 template <NormKind kKind, Epilogue kEpilogue, typename T>
 void forward_rows(const NormSpec& spec, const T* x, const T* w, const T* b, T* y, compute_t<T>* mean_out,
@@ -155,17 +168,11 @@ void forward_rows(const NormSpec& spec, const T* x, const T* w, const T* b, T* y
   const double* bias = weight + n;
   parallel_for(0, rows, rows_per_chunk(n), [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
-      const T* in = x + r * n;
-      T* out = y + r * n;
       double mean = 0.0, rstd = 0.0;
-      row_statistics<kKind>(in, n, spec.eps, mean, rstd);
-      // Saved for backward in acc_t; the output uses them unrounded.
+      forward_row<kKind, kEpilogue>(x + r * n, weight, bias, spec.eps, y + r * n, n, mean, rstd);
+      // Saved for backward in acc_t; the output used them unrounded.
       if (mean_out) mean_out[r] = static_cast<acc_t>(mean);
       rstd_out[r] = static_cast<acc_t>(rstd);
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = static_cast<T>(normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd) * weight[i] +
-                                bias[i]);
-      if constexpr (kEpilogue != Epilogue::Identity) activate_row<kEpilogue>(out, n);
     }
   });
 }
@@ -183,6 +190,47 @@ struct BackwardPointers {
   T* grad_weight;
   T* grad_bias;
 };
+
+// A thread's scratch for one row of the backward.
+template <typename T>
+struct RowBuffers {
+  std::vector<double> storage;
+  std::vector<T> act_grad;  // act'(z), for the GELU epilogue
+  RowBuffers(int64_t n, bool with_epilogue)
+      : storage(3 * static_cast<size_t>(n)), act_grad(with_epilogue ? static_cast<size_t>(n) : 0) {}
+};
+
+// One row of the backward: its terms of dweight and dbias (dw, db: null where not wanted)
+// and, where out is not null, its dx.
+template <NormKind kKind, Epilogue kEpilogue, typename T>
+MG_CPU_CLONES static void backward_row(const T* g, const T* in, double mean, double rstd, const double* weight,
+                                       const double* bias, RowBuffers<T>& buffers, double* dw, double* db, T* out,
+                                       int64_t n) {
+  double* xhat = buffers.storage.data();
+  double* dz = xhat + n;
+  double* dxhat = dz + n;
+  // Simple loops, each of which the compiler vectorizes.
+  for (int64_t i = 0; i < n; ++i) xhat[i] = normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd);
+  for (int64_t i = 0; i < n; ++i) dz[i] = static_cast<double>(g[i]);
+  if constexpr (kEpilogue != Epilogue::Identity) {
+    T* z = buffers.act_grad.data();
+    for (int64_t i = 0; i < n; ++i) z[i] = static_cast<T>(xhat[i] * weight[i] + bias[i]);
+    activate_derivative_row<kEpilogue>(z, n);
+    for (int64_t i = 0; i < n; ++i) dz[i] *= static_cast<double>(z[i]);
+  }
+  if (dw)
+    for (int64_t i = 0; i < n; ++i) dw[i] += dz[i] * xhat[i];
+  if (db)
+    for (int64_t i = 0; i < n; ++i) db[i] += dz[i];
+  if (!out) return;
+  // dxhat = dz * w, then its two sums in kSumLanes lanes (an order fixed by n).
+  for (int64_t i = 0; i < n; ++i) dxhat[i] = dz[i] * weight[i];
+  const double mean_dxhat = sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i]; }) / static_cast<double>(n);
+  const double mean_dxhat_xhat =
+      sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i] * xhat[i]; }) / static_cast<double>(n);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(normalization::input_gradient<kKind>(dxhat[i], xhat[i], rstd, mean_dxhat, mean_dxhat_xhat));
+}
 
 // The backward's chunks of rows, each with its own dweight/dbias partials: at most
 // kMaxPartialChunks of them, so the partials stay a few MiB and their sum a short
@@ -206,43 +254,14 @@ void backward_rows(const NormSpec& spec, const BackwardPointers<T>& p, int64_t r
   const double* weight = affine.data();
   const double* bias = weight + n;
   parallel_for(0, chunks, 1, [&](int64_t chunk_begin, int64_t chunk_end) {
-    std::vector<double> row_buffers(3 * static_cast<size_t>(n));
-    double* xhat = row_buffers.data();
-    double* dz = xhat + n;
-    double* dxhat = dz + n;
-    std::vector<T> act_grad(kEpilogue == Epilogue::Identity ? 0 : static_cast<size_t>(n));  // act'(z)
+    RowBuffers<T> buffers(n, kEpilogue != Epilogue::Identity);
     for (int64_t c = chunk_begin; c < chunk_end; ++c) {
       double* dw = p.grad_weight ? weight_partials.data() + c * n : nullptr;
       double* db = p.grad_bias ? bias_partials.data() + c * n : nullptr;
       for (int64_t r = c * chunk_rows; r < std::min(rows, (c + 1) * chunk_rows); ++r) {
-        const T* g = p.grad + r * n;
-        const T* in = p.x + r * n;
         const double mean = p.mean ? static_cast<double>(p.mean[r]) : 0.0;
-        const double rstd = static_cast<double>(p.rstd[r]);
-        // Simple loops, each of which the compiler vectorizes.
-        for (int64_t i = 0; i < n; ++i)
-          xhat[i] = normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd);
-        for (int64_t i = 0; i < n; ++i) dz[i] = static_cast<double>(g[i]);
-        if constexpr (kEpilogue != Epilogue::Identity) {
-          T* z = act_grad.data();
-          for (int64_t i = 0; i < n; ++i) z[i] = static_cast<T>(xhat[i] * weight[i] + bias[i]);
-          activate_derivative_row<kEpilogue>(z, n);
-          for (int64_t i = 0; i < n; ++i) dz[i] *= static_cast<double>(z[i]);
-        }
-        if (p.grad_weight)
-          for (int64_t i = 0; i < n; ++i) dw[i] += dz[i] * xhat[i];
-        if (p.grad_bias)
-          for (int64_t i = 0; i < n; ++i) db[i] += dz[i];
-        if (!p.grad_input) continue;
-        // dxhat = dz * w, then its two sums in kSumLanes lanes (an order fixed by n).
-        for (int64_t i = 0; i < n; ++i) dxhat[i] = dz[i] * weight[i];
-        const double mean_dxhat = sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i]; }) / static_cast<double>(n);
-        const double mean_dxhat_xhat =
-            sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i] * xhat[i]; }) / static_cast<double>(n);
-        T* out = p.grad_input + r * n;
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = static_cast<T>(
-              normalization::input_gradient<kKind>(dxhat[i], xhat[i], rstd, mean_dxhat, mean_dxhat_xhat));
+        backward_row<kKind, kEpilogue>(p.grad + r * n, p.x + r * n, mean, static_cast<double>(p.rstd[r]), weight,
+                                       bias, buffers, dw, db, p.grad_input ? p.grad_input + r * n : nullptr, n);
       }
     }
   });
