@@ -236,7 +236,6 @@ constexpr int64_t kFusedElements = int64_t{64} * 1024 * 1024;  // 128 MiB in bf1
 constexpr int64_t kNormHidden = 4096;                          // [16384, 4096]
 constexpr double kDropoutP = 0.1;
 const Shape kAttentionScores = {4, 16, 1024, 1024};  // (batch, heads, queries, keys)
-const Shape kPaddingMask = {4, 1, 1, 1024};          // one row of keys per batch, broadcast over heads and queries
 const int64_t kSweepHidden[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
 
 // The first numel(shape) elements of the contiguous `t`, as a contiguous tensor of that shape.
@@ -284,12 +283,14 @@ void fused_rows(std::vector<Row>& rows, const Ceilings& ceilings, const Tensor& 
       FusedFn f;
     };
     std::vector<Case> cases = {
-        {"layer_norm_gelu", "minigrad", [&](const tensor_list& in) { return layer_norm_gelu(in[0], hidden, in[1], in[2]); }},
+        {"layer_norm_gelu", "minigrad",
+         [&](const tensor_list& in) { return layer_norm_gelu(in[0], hidden, in[1], in[2]); }},
         {"layer_norm_gelu", "minigrad_composite",
          [&](const tensor_list& in) { return composite::layer_norm_gelu(in[0], hidden, in[1], in[2]); }},
     };
     if (!only_layer_norm_gelu) {
-      cases.push_back({"layer_norm", "minigrad", [&](const tensor_list& in) { return layer_norm(in[0], hidden, in[1], in[2]); }});
+      cases.push_back(
+          {"layer_norm", "minigrad", [&](const tensor_list& in) { return layer_norm(in[0], hidden, in[1], in[2]); }});
       cases.push_back({"layer_norm", "minigrad_composite",
                        [&](const tensor_list& in) { return composite::layer_norm(in[0], hidden, in[1], in[2]); }});
       cases.push_back({"rms_norm", "minigrad", [&](const tensor_list& in) { return rms_norm(in[0], hidden, in[1]); }});
@@ -307,10 +308,11 @@ void fused_rows(std::vector<Row>& rows, const Ceilings& ceilings, const Tensor& 
   // ---- softmax with dropout over attention-shaped scores ----
   {
     const Tensor scores = inputs_of(kAttentionScores), grad = grad_of(kAttentionScores);
-    // Padding: batch b attends to its first 1024 - 128 b keys (true = attend).
+    // A padding mask of [4, 1, 1, 1024], broadcast over heads and queries: batch b attends to
+    // its first 1024 - 128 b keys (true = attend).
     const TensorOptions on_gpu = TensorOptions(kInt64).device(x_all.device());
     const Tensor lengths = from_vector<int64_t>({1024, 896, 768, 640}, {4, 1, 1, 1}, on_gpu);
-    const Tensor padding = lt(arange(kPaddingMask.back(), on_gpu).view({1, 1, 1, -1}), lengths);  // kPaddingMask
+    const Tensor padding = lt(arange(kAttentionScores.back(), on_gpu).view({1, 1, 1, -1}), lengths);
     struct Case {
       const char* op;
       std::optional<Tensor> mask;
@@ -504,8 +506,8 @@ int run(int argc, char** argv) {
   }
 
   // ---- report ----
-  fmt::print("ceilings: copy {} GB/s (read + write), bf16 matmul {} TFLOP/s\n", format_opt(ceilings.copy_gbps, "{:.0f}"),
-             format_opt(ceilings.matmul_tflops, "{:.0f}"));
+  fmt::print("ceilings: copy {} GB/s (read + write), bf16 matmul {} TFLOP/s\n",
+             format_opt(ceilings.copy_gbps, "{:.0f}"), format_opt(ceilings.matmul_tflops, "{:.0f}"));
   fmt::print("{:<24} {:<19} {:<20} {:<9} {:<5} {:>10} {:>8} {:>8} {:>8} {:>9}\n", "op", "impl", "shape", "dtype",
              "pass", "ms", "GB/s", "TFLOP/s", "roofline", "peak MiB");
   for (const Row& r : rows) {

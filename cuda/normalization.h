@@ -24,8 +24,8 @@ void normalization_forward(const char* op, const Tensor& x, const Tensor& weight
 // defined and skipped when undefined. grad_weight and grad_bias are summed over the rows in
 // a fixed order: the same bits on every run.
 void normalization_backward(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight,
-                            const Tensor& bias, const Tensor& mean, const Tensor& rstd, int64_t hidden, normalization::NormKind kind,
-                            normalization::Epilogue epilogue, const Tensor& grad_input, const Tensor& grad_weight,
+                            const Tensor& bias, const Tensor& mean, const Tensor& rstd, int64_t hidden,
+                            normalization::NormKind kind, normalization::Epilogue epilogue, const Tensor& grad_input, const Tensor& grad_weight,
                             const Tensor& grad_bias);
 
 }  // namespace cuda

@@ -121,8 +121,9 @@ constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : 4;
 // A row in registers (cuda/row_kernels.cuh: a warp or a block per row; thread t holds the
 // row's vectors t, t + threads_per_row, ...).
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>) softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ probs, T* __restrict__ y,
-                                            int64_t rows, int64_t n, const RowOptions options) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
+    softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ probs, T* __restrict__ y, int64_t rows,
+                                int64_t n, const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
   __shared__ acc_t max_partials[kWarpSize];
@@ -229,9 +230,10 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
 // ---- backward ----
 
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>) softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ probs,
-                                                     T* __restrict__ grad_input, int64_t rows, int64_t n,
-                                                     const RowOptions options) {
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
+    softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ probs,
+                                         T* __restrict__ grad_input, int64_t rows, int64_t n,
+                                         const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
   __shared__ acc_t partials[kWarpSize];
