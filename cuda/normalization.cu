@@ -215,19 +215,18 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
 
 // ---- backward ----
 
-// One vector of a row: xhat and dz = grad * act'(z), and dxhat = dz * w.
+// One vector of a row: xhat and dz = grad * act'(z), and dxhat = dz * w, from the vector's
+// gradient g and input x.
 template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
 struct GradientVector {
   using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
   acc_t xhat[kVec];
   acc_t dz[kVec];
   acc_t dxhat[kVec];
 
-  __device__ __forceinline__ GradientVector(const BackwardArgs<T>& a, int64_t row, int64_t k, acc_t mean,
-                                            acc_t rstd) {
-    using Vector = AlignedVector<T, kVec>;
-    const Vector g = reinterpret_cast<const Vector*>(a.grad + row * a.n)[k];
-    const Vector x = reinterpret_cast<const Vector*>(a.x + row * a.n)[k];
+  __device__ __forceinline__ GradientVector(const BackwardArgs<T>& a, const Vector& g, const Vector& x, int64_t k,
+                                            acc_t mean, acc_t rstd) {
     acc_t w[kVec];
     load_affine<acc_t>(a.weight, k, acc_t(1), w);
     acc_t b[kVec];
@@ -239,6 +238,39 @@ struct GradientVector {
       if constexpr (kEpilogue != Epilogue::Identity)
         dz[e] *= normalization::activate_derivative<kEpilogue>(xhat[e] * w[e] + b[e]);
       dxhat[e] = dz[e] * w[e];
+    }
+  }
+  // Vector k of row `row`, read from memory.
+  __device__ __forceinline__ GradientVector(const BackwardArgs<T>& a, int64_t row, int64_t k, acc_t mean, acc_t rstd)
+      : GradientVector(a, reinterpret_cast<const Vector*>(a.grad + row * a.n)[k],
+                       reinterpret_cast<const Vector*>(a.x + row * a.n)[k], k, mean, rstd) {}
+};
+
+// What the register path reads of a row: its statistics, and the thread's vectors of grad and
+// x, as loaded (still in T). Loaded a row ahead: the loads of the block's next row are in
+// flight while the current row's sums wait on the block's barrier and its dx is written.
+template <typename T, int kVec, int kVectorsPerThread>
+struct RowLoads {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  acc_t mean = 0;
+  acc_t rstd = 0;
+  Vector g[kVectorsPerThread];
+  Vector x[kVectorsPerThread];
+
+  __device__ __forceinline__ void load(const BackwardArgs<T>& a, int64_t row, int64_t vectors) {
+    if (row >= a.rows) return;
+    mean = a.mean ? a.mean[row] : acc_t(0);
+    rstd = a.rstd[row];
+    const Vector* g_row = reinterpret_cast<const Vector*>(a.grad + row * a.n);
+    const Vector* x_row = reinterpret_cast<const Vector*>(a.x + row * a.n);
+#pragma unroll
+    for (int j = 0; j < kVectorsPerThread; ++j) {
+      const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
+      if (k < vectors) {
+        g[j] = g_row[k];
+        x[j] = x_row[k];
+      }
     }
   }
 };
@@ -273,7 +305,8 @@ struct PlusRowSums {
 
 // kVectorsPerThread > 0: the thread's columns are vectors t, t + blockDim.x, ... (that
 // many); their xhat and dxhat stay in registers for the row, their dweight/dbias sums until
-// the block's last row.
+// the block's last row, and the next row's loads (RowLoads) are issued before this row's
+// combine.
 // kVectorsPerThread == 0: any row length, dx only (a.weight_partials null): the dweight and
 // dbias partials of such rows come from affine_gradient_columns_kernel.
 //
@@ -293,40 +326,48 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
   // kInRegisters: the row's xhat and dxhat, kept from the sums to the writing of dx.
   acc_t held_xhat[kHeld][kVec];
   acc_t held_dxhat[kHeld][kVec];
+  RowLoads<T, kVec, kHeld> next;
+  if constexpr (kInRegisters) next.load(a, blockIdx.x, vectors);
 
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-    const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
-    const acc_t rstd = a.rstd[row];
     RowSums<acc_t> sums{0, 0};
-    auto visit = [&](int64_t k, int j) {
-      const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, rstd);
+    acc_t mean, rstd;
+    auto add_to_sums = [&](const GradientVector<T, kKind, kEpilogue, kVec>& v) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         sums.dxhat += v.dxhat[e];
         sums.dxhat_xhat += v.dxhat[e] * v.xhat[e];
       }
-      if constexpr (kInRegisters) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          held_xhat[j][e] = v.xhat[e];
-          held_dxhat[j][e] = v.dxhat[e];
-        }
-        if (!affine) return;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          dw[j][e] += v.dz[e] * v.xhat[e];
-          db[j][e] += v.dz[e];
-        }
-      }
     };
     if constexpr (kInRegisters) {
+      mean = next.mean;
+      rstd = next.rstd;
 #pragma unroll
       for (int j = 0; j < kVectorsPerThread; ++j) {
         const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
-        if (k < vectors) visit(k, j);
+        if (k < vectors) {
+          const GradientVector<T, kKind, kEpilogue, kVec> v(a, next.g[j], next.x[j], k, mean, rstd);
+          add_to_sums(v);
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            held_xhat[j][e] = v.xhat[e];
+            held_dxhat[j][e] = v.dxhat[e];
+          }
+          if (affine) {
+#pragma unroll
+            for (int e = 0; e < kVec; ++e) {
+              dw[j][e] += v.dz[e] * v.xhat[e];
+              db[j][e] += v.dz[e];
+            }
+          }
+        }
       }
+      next.load(a, row + gridDim.x, vectors);
     } else {
-      for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) visit(k, 0);
+      mean = a.mean ? a.mean[row] : acc_t(0);
+      rstd = a.rstd[row];
+      for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x)
+        add_to_sums(GradientVector<T, kKind, kEpilogue, kVec>(a, row, k, mean, rstd));
     }
     sums = block_allreduce(sums, PlusRowSums{}, RowSums<acc_t>{0, 0}, sum_partials);
     if (a.grad_input) {

@@ -146,20 +146,22 @@ inline unsigned int blocks_for_rows(int64_t rows, int64_t rows_per_block, const 
   return static_cast<unsigned int>(blocks);
 }
 
-// Picks the kernel for the row length. Rows of up to kMaxRegisterRow elements go to
-// launch_rows(vectors_per_thread, warp_per_row, grid, block_threads) (two integral
-// constants, then the launch shape): a warp per row up to kMaxWarpRow, with the fewest
-// vectors per lane that hold it (one compiled kernel per power of two), else a block of
-// the fewest whole warps that hold the row. Longer rows go to launch_online(grid, block_threads).
-template <int kVec, typename LaunchRows, typename LaunchOnline>
+// Picks the kernel for the row length. Rows of up to kMaxRowThreads * kMaxElements elements
+// go to launch_rows(vectors_per_thread, warp_per_row, grid, block_threads) (two integral
+// constants, then the launch shape): a warp per row up to kWarpSize * kMaxElements, with
+// the fewest vectors per lane that hold it (one compiled kernel per power of two), else a
+// block of the fewest whole warps that hold the row. Longer rows go to
+// launch_online(grid, block_threads). kMaxElements (a thread's share of a row, at most) is
+// kElementsPerThread unless a kernel keeps more than one value per element.
+template <int kVec, int kMaxElements = kElementsPerThread, typename LaunchRows, typename LaunchOnline>
 void launch_for_rows(const Rows& rows, const char* op, LaunchRows&& launch_rows, LaunchOnline&& launch_online) {
-  if (rows.length > kMaxRegisterRow) {
+  if (rows.length > int64_t{kMaxRowThreads} * kMaxElements) {
     launch_online(blocks_for_rows(rows.count, 1, op), kOnlineThreads);
     return;
   }
-  constexpr int kMaxVectorsPerThread = kElementsPerThread / kVec;
+  constexpr int kMaxVectorsPerThread = kMaxElements / kVec;
   const int64_t vectors = rows.length / kVec;
-  if (rows.length <= kMaxWarpRow) {
+  if (rows.length <= int64_t{kWarpSize} * kMaxElements) {
     const unsigned int grid = blocks_for_rows(rows.count, kWarpsPerBlock, op);
     with_vectors_per_thread<kMaxVectorsPerThread>((vectors + kWarpSize - 1) / kWarpSize, [&](auto per_lane) {
       launch_rows(per_lane, std::true_type{}, grid, kWarpsPerBlock * kWarpSize);

@@ -1,9 +1,16 @@
 // softmax_dropout along the last dim of contiguous rows, forward and backward: the row
 // kernels of cuda/softmax.cu with the mask, the scale and the dropout fused in.
 //
-//   forward:  P = softmax(scale * x + mask), y = P * keep / (1 - p_q); writes P (saved for
-//             the backward) and y
-//   backward: dP = dy * keep / (1 - p_q), dx = scale * P * (dP - sum(dP * P))
+//   forward:  P = softmax(scale * x + mask), y = P * keep / (1 - p_q); writes y and the
+//             row's log-sum-exp L = log(sum(exp(scale * x + mask))), a float a row
+//   backward: P = exp(scale * x + mask - L) again from x, dP = dy * keep / (1 - p_q),
+//             dx = scale * P * (dP - sum(dP * P))
+//
+// Why P is recomputed rather than saved: the forward then reads x and writes y (2 elements
+// of traffic each), where writing P too would make it 3, and P would be held from the
+// forward to the backward; x is held anyway (the caller's). The backward reads x, dy and
+// writes dx, as it would read P, dy and write dx. The exponentials it redoes are
+// instructions, which the kernel has to spare while it waits on memory.
 //
 // The rows' layout and kernel choice are cuda/row_kernels.cuh's: rows of up to 8192 elements
 // in registers (each input read once, each output written once), longer ones two passes of
@@ -34,6 +41,7 @@
 #include <minigrad/cuda/vector.cuh>
 #include <minigrad/kernels/dropout.h>
 #include <minigrad/kernels/elementwise_functors.h>  // compute_t
+#include <minigrad/kernels/fast_math.h>
 
 namespace minigrad {
 namespace cuda {
@@ -46,6 +54,10 @@ enum class MaskKind : int { None, Bool, Additive };
 // its first element (operand 1).
 struct RowOptions {
   StridedLayout<2> leading;
+  // When the softmax dim was x's last, the index of a row's first element is row * row_length
+  // (0 otherwise): the offsets through `leading`, a division per leading dim, are then needed
+  // only for a mask.
+  int64_t row_length = 0;
   int64_t mask_step = 0;   // the mask's stride along the row (0 when broadcast)
   int64_t index_step = 1;  // the index's stride along the row (1 when the softmax dim was x's last)
   const void* mask = nullptr;
@@ -63,50 +75,115 @@ struct RowStart {
   int64_t index;
   int64_t query;
   __device__ RowStart(const RowOptions& o, int64_t row) {
-    int64_t offsets[2];
-    o.leading.offsets(row, offsets);
-    mask_offset = offsets[0];
-    index = offsets[1];
+    if (o.row_length > 0 && o.mask_kind == MaskKind::None) {
+      mask_offset = 0;
+      index = row * o.row_length;
+    } else {
+      int64_t offsets[2];
+      o.leading.offsets(row, offsets);
+      mask_offset = offsets[0];
+      index = offsets[1];
+    }
     query = o.causal_rows > 0 ? row - divide_index(row, o.causal_rows) * o.causal_rows : 0;
   }
 };
 
-// scale * x + mask of the element in column `col`, -inf where it is masked out.
-template <typename T, typename acc_t>
-__device__ __forceinline__ acc_t masked_logit(const RowOptions& o, const RowStart& s, acc_t x, int64_t col) {
-  if (o.causal_rows > 0 && col > s.query) return -INFINITY;
-  acc_t v = static_cast<acc_t>(o.scale) * x;
-  if (o.mask_kind == MaskKind::Bool) {
-    if (!static_cast<const bool*>(o.mask)[s.mask_offset + col * o.mask_step]) return -INFINITY;
-  } else if (o.mask_kind == MaskKind::Additive) {
-    v += convert_element<acc_t>(static_cast<const T*>(o.mask)[s.mask_offset + col * o.mask_step]);
+// log2(e): the register kernels hold logits times it, so that exp(v - m) is exp2 of the
+// scaled difference, one instruction (kernels/fast_math.h).
+template <typename acc_t>
+constexpr acc_t kLog2e = acc_t(1.44269504088896340736);
+
+// The factors of a logit in some unit: `unit` 1 for natural units, log2(e) for base 2.
+template <typename acc_t>
+struct LogitUnits {
+  acc_t x_factor;  // scale * unit
+  acc_t unit;      // multiplies an additive mask
+  __device__ LogitUnits(const RowOptions& o, acc_t unit_) : x_factor(static_cast<acc_t>(o.scale) * unit_), unit(unit_) {}
+};
+
+// (scale * x + mask) * unit of the kVec elements of a vector starting at column `col`, -inf
+// where masked out. The options are the same for every element of every row: each is tested
+// once a vector, not once an element.
+template <typename T, typename acc_t, int kVec>
+__device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStart& s, const LogitUnits<acc_t>& units,
+                                              const AlignedVector<T, kVec>& x, int64_t col, acc_t (&v)[kVec]) {
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) v[e] = units.x_factor * convert_element<acc_t>(x.values[e]);
+  if (o.mask_kind == MaskKind::Additive) {
+    const T* mask = static_cast<const T*>(o.mask) + s.mask_offset + col * o.mask_step;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] += units.unit * convert_element<acc_t>(mask[e * o.mask_step]);
+  } else if (o.mask_kind == MaskKind::Bool) {
+    const bool* mask = static_cast<const bool*>(o.mask) + s.mask_offset + col * o.mask_step;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (!mask[e * o.mask_step]) v[e] = -INFINITY;
   }
-  return v;
+  if (o.causal_rows > 0 && col + kVec - 1 > s.query) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      if (col + e > s.query) v[e] = -INFINITY;
+  }
 }
 
-// The keep decisions of the kVec columns first_col .. first_col + kVec - 1, bit e for column
-// first_col + e. When their indices are consecutive and start at a multiple of kVec (the
-// softmax dim is x's last, kVec divides the row's start), they lie in one group of 8: one
-// Philox call, no per-element test. Otherwise one decision at a time through the cursor.
+// The keep decisions of the kVec elements of a vector, as Philox words (kernels/dropout.h):
+// element e is kept iff keeps(w[e / 2], e % 2, threshold). Read straight from the words, a
+// decision is a shift or a mask and a compare, where packing them into bits and testing the
+// bits again cost twice that.
 template <int kVec>
-__device__ __forceinline__ uint32_t vector_keep_bits(const RowOptions& o, const RowStart& s,
-                                                     dropout_bits::MaskCursor& cursor, int64_t first_col) {
+struct KeepWords {
+  uint32_t w[(kVec + 1) / 2];
+  __device__ __forceinline__ bool kept(int e, uint32_t threshold) const {
+    return dropout_bits::keeps(w[e / 2], static_cast<uint32_t>(e % 2), threshold);
+  }
+};
+
+// The decisions of the vector starting at column `col`. When its indices are consecutive and
+// start at a multiple of kVec (the softmax dim is x's last, kVec divides the row's start),
+// they lie in one group of 8: one Philox call, its words taken as they are. Otherwise one
+// decision at a time through the cursor, each written as a half of all ones or all zeros
+// (all zeros is dropped unless the threshold is 0, when nothing is).
+template <int kVec>
+__device__ __forceinline__ KeepWords<kVec> vector_keep(const RowOptions& o, const RowStart& s,
+                                                       dropout_bits::MaskCursor& cursor, int64_t col) {
   static_assert(dropout_bits::kElementsPerBlock % kVec == 0, "a vector must not straddle two groups");
-  const uint64_t first = static_cast<uint64_t>(s.index + first_col * o.index_step);
-  if (o.index_step == 1 && first % kVec == 0)
-    return o.dropout.keep_bits(first / dropout_bits::kElementsPerBlock) >> (first % dropout_bits::kElementsPerBlock);
-  uint32_t bits = 0;
+  KeepWords<kVec> k;
+  const uint64_t first = static_cast<uint64_t>(s.index + col * o.index_step);
+  if constexpr (kVec > 1) {
+    if (o.index_step == 1 && first % kVec == 0) {
+      const philox::Uint4 b =
+          philox::random_block(o.dropout.seed, o.dropout.offset, first / dropout_bits::kElementsPerBlock);
+      const uint32_t start = static_cast<uint32_t>(first % dropout_bits::kElementsPerBlock) / 2;  // kVec / 2 divides it
+      if constexpr (kVec == 8) {
+        k.w[0] = b.x, k.w[1] = b.y, k.w[2] = b.z, k.w[3] = b.w;
+      } else if constexpr (kVec == 4) {
+        k.w[0] = start == 0 ? b.x : b.z;
+        k.w[1] = start == 0 ? b.y : b.w;
+      } else {
+        k.w[0] = start == 0 ? b.x : start == 1 ? b.y : start == 2 ? b.z : b.w;
+      }
+      return k;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < (kVec + 1) / 2; ++i) k.w[i] = 0;
 #pragma unroll
   for (int e = 0; e < kVec; ++e)
-    bits |= static_cast<uint32_t>(cursor.keep(first + static_cast<uint64_t>(e * o.index_step))) << e;
-  return bits;
+    if (cursor.keep(first + static_cast<uint64_t>(e * o.index_step))) k.w[e / 2] |= 0xFFFFu << (16 * (e % 2));
+  return k;
 }
 
-// The factor of a kept element, or 0.
-template <typename acc_t>
-__device__ __forceinline__ acc_t keep_factor(const RowOptions& o, uint32_t bits, int e) {
-  return (bits >> e) & 1u ? static_cast<acc_t>(o.keep_scale) : acc_t(0);
+// The factor of element e: 1 / (1 - p_q) if kept, else 0.
+template <typename acc_t, int kVec>
+__device__ __forceinline__ acc_t keep_factor(const RowOptions& o, const KeepWords<kVec>& k, int e) {
+  return k.kept(e, o.dropout.threshold) ? static_cast<acc_t>(o.keep_scale) : acc_t(0);
 }
+
+// Elements a thread of the register kernels holds, at most (row_kernels.cuh's launch_for_rows
+// allows 32): rows of 1024 take 64 threads, not a warp, and rows of up to 4096 stay in
+// registers. With 32 a thread both kernels spilled under the 64-register cap below: the
+// exponentials and the Philox rounds need registers of their own while the row is held.
+constexpr int kRowElementsPerThread = 16;
 
 // Blocks of the register kernels an SM must hold: 4 of 256 threads (8 of 128 for a warp per
 // row), which caps a thread at 64 registers. Without the cap the bfloat16 kernels for rows of
@@ -119,11 +196,12 @@ constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : 4;
 // ---- forward ----
 
 // A row in registers (cuda/row_kernels.cuh: a warp or a block per row; thread t holds the
-// row's vectors t, t + threads_per_row, ...).
+// row's vectors t, t + threads_per_row, ...). The logits are held in base 2 (times log2(e)),
+// so each exponential is the hardware's exp2.
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
-    softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ probs, T* __restrict__ y, int64_t rows,
-                                int64_t n, const RowOptions options) {
+    softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ y, compute_t<T>* __restrict__ log_sum_exp,
+                                int64_t rows, int64_t n, const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
   __shared__ acc_t max_partials[kWarpSize];
@@ -131,137 +209,181 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   const RowThread<kWarpPerRow> me;
   if (me.row >= rows) return;  // a whole warp (the block holds whole rows): the combines see all threads
   const RowStart start(options, me.row);
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>);
   const Vector* in = reinterpret_cast<const Vector*>(x + me.row * n);
   const int64_t vectors = n / kVec;
 
+  Vector loaded[kVectorsPerThread];
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (k < vectors) loaded[j] = in[k];
+  }
+  // The keep decisions do not depend on x: drawn while its loads are in flight.
+  dropout_bits::MaskCursor cursor(options.dropout);
+  KeepWords<kVec> keep[kVectorsPerThread];
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (options.drop && k < vectors) keep[j] = vector_keep<kVec>(options, start, cursor, k * kVec);
+  }
   acc_t v[kVectorsPerThread][kVec];
   acc_t row_max = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
-      const Vector loaded = in[k];
+      vector_logits(options, start, base2, loaded[j], k * kVec, v[j]);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        v[j][e] = masked_logit<T>(options, start, convert_element<acc_t>(loaded.values[e]), k * kVec + e);
-        row_max = fmax(row_max, v[j][e]);
-      }
+      for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[j][e]);
     }
   }
   row_max = row_allreduce<kWarpPerRow>(row_max, Max{}, acc_t(-INFINITY), max_partials);
-  // A fully masked row: every exp is of -inf, its probabilities 0 (not exp(-inf - -inf) = NaN).
+  // A fully masked row: every logit is -inf. Shifted by 0 rather than by its max, each exp is
+  // 0 (not exp(-inf - -inf) = NaN), and so are its probabilities.
   const bool all_masked = row_max == -INFINITY;
+  const acc_t shift = all_masked ? acc_t(0) : row_max;
   acc_t sum = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (static_cast<int64_t>(j) * me.threads_per_row + me.thread < vectors) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        v[j][e] = all_masked ? acc_t(0) : exp(v[j][e] - row_max);
+        v[j][e] = fast_math::fast_exp2(v[j][e] - shift);
         sum += v[j][e];
       }
     }
   }
   sum = row_allreduce<kWarpPerRow>(sum, Plus{}, acc_t(0), sum_partials);
+  if (me.thread == 0) log_sum_exp[me.row] = all_masked ? acc_t(INFINITY) : (row_max + log2(sum)) / kLog2e<acc_t>;
   const acc_t inverse_sum = all_masked ? acc_t(0) : acc_t(1) / sum;
-  Vector* p_out = reinterpret_cast<Vector*>(probs + me.row * n);
-  Vector* y_out = reinterpret_cast<Vector*>(y + me.row * n);
-  dropout_bits::MaskCursor cursor(options.dropout);
+  // y = P / (1 - p_q) where kept: the two factors applied as one.
+  const acc_t kept_scale = options.drop ? inverse_sum * static_cast<acc_t>(options.keep_scale) : inverse_sum;
+  Vector* out = reinterpret_cast<Vector*>(y + me.row * n);
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
-      Vector p_result, y_result;
-      const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
+      Vector result;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        p_result.values[e] = convert_element<T>(v[j][e] * inverse_sum);
-        const acc_t p = convert_element<acc_t>(p_result.values[e]);
-        y_result.values[e] = convert_element<T>(p * keep_factor<acc_t>(options, keep, e));
+        const bool dropped = options.drop && !keep[j].kept(e, options.dropout.threshold);
+        result.values[e] = convert_element<T>(v[j][e] * (dropped ? acc_t(0) : kept_scale));  // a NaN stays NaN
       }
-      p_out[k] = p_result;
-      if (options.drop) y_out[k] = y_result;
+      out[k] = result;
     }
   }
 }
 
 // Rows too long for registers, or not vectorizable: one row per block of kOnlineThreads, two
-// passes over it (an online max and sum, then the write).
+// passes over it (an online max and sum, in natural units, then the write).
 template <typename T, int kVec>
-__global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __restrict__ probs, T* __restrict__ y,
-                                              int64_t n, const RowOptions options) {
+__global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __restrict__ y,
+                                              compute_t<T>* __restrict__ log_sum_exp, int64_t n,
+                                              const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
   __shared__ MaxSum<acc_t> warp_results[kWarpSize];
   const int64_t row = blockIdx.x;
   const RowStart start(options, row);
+  const LogitUnits<acc_t> natural(options, acc_t(1));
   const Vector* in = reinterpret_cast<const Vector*>(x + row * n);
   const int64_t vectors = n / kVec;
 
   MaxSum<acc_t> state{-INFINITY, 0};
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector loaded = in[k];
+    acc_t logits[kVec];
+    vector_logits(options, start, natural, in[k], k * kVec, logits);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      state = fold(state, masked_logit<T>(options, start, convert_element<acc_t>(loaded.values[e]), k * kVec + e));
+    for (int e = 0; e < kVec; ++e) state = fold(state, logits[e]);
   }
   state = block_allreduce(state, CombineMaxSum<acc_t>{}, MaxSum<acc_t>{-INFINITY, 0}, warp_results);
   const bool all_masked = state.max == -INFINITY;
+  if (threadIdx.x == 0) log_sum_exp[row] = all_masked ? acc_t(INFINITY) : state.max + log(state.sum);
   const acc_t inverse_sum = all_masked ? acc_t(0) : acc_t(1) / state.sum;
-  Vector* p_out = reinterpret_cast<Vector*>(probs + row * n);
-  Vector* y_out = reinterpret_cast<Vector*>(y + row * n);
+  Vector* out = reinterpret_cast<Vector*>(y + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector loaded = in[k];
-    Vector p_result, y_result;
-    const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
+    KeepWords<kVec> keep;
+    if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
+    acc_t logits[kVec];
+    vector_logits(options, start, natural, in[k], k * kVec, logits);
+    Vector result;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      const acc_t logit = masked_logit<T>(options, start, convert_element<acc_t>(loaded.values[e]), k * kVec + e);
-      p_result.values[e] = convert_element<T>(all_masked ? acc_t(0) : exp(logit - state.max) * inverse_sum);
-      const acc_t p = convert_element<acc_t>(p_result.values[e]);
-      y_result.values[e] = convert_element<T>(p * keep_factor<acc_t>(options, keep, e));
+      const acc_t p = all_masked ? acc_t(0) : exp(logits[e] - state.max) * inverse_sum;
+      result.values[e] = convert_element<T>(options.drop ? p * keep_factor<acc_t>(options, keep, e) : p);
     }
-    p_out[k] = p_result;
-    if (options.drop) y_out[k] = y_result;
+    out[k] = result;
   }
 }
 
 // ---- backward ----
 
+// P of one vector of a row, recomputed from x and the row's log-sum-exp (in base 2: a fully
+// masked row's is +inf, so its P is exp2(-inf) = 0).
+template <typename T, typename acc_t, int kVec>
+__device__ __forceinline__ void recompute_probabilities(const RowOptions& o, const RowStart& s,
+                                                        const LogitUnits<acc_t>& base2, acc_t log_sum_exp2,
+                                                        const AlignedVector<T, kVec>& x, int64_t k, acc_t (&p)[kVec]) {
+  vector_logits(o, s, base2, x, k * kVec, p);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(p[e] - log_sum_exp2);
+}
+
+// dP = dy * keep / (1 - p_q) of element e of a vector, from its dy and the vector's keep bits.
+template <typename acc_t, typename T, int kVec>
+__device__ __forceinline__ acc_t grad_probability(const RowOptions& o, T dy, const KeepWords<kVec>& keep, int e) {
+  const acc_t g = convert_element<acc_t>(dy);
+  return o.drop ? g * keep_factor<acc_t>(o, keep, e) : g;
+}
+
+// The register path holds, per vector, P in compute_t<T> and dy as loaded with the vector's
+// keep bits (dP is one multiply from them).
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
-    softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ probs,
-                                         T* __restrict__ grad_input, int64_t rows, int64_t n,
-                                         const RowOptions options) {
+    softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x,
+                                         const compute_t<T>* __restrict__ log_sum_exp, T* __restrict__ grad_input,
+                                         int64_t rows, int64_t n, const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
   __shared__ acc_t partials[kWarpSize];
   const RowThread<kWarpPerRow> me;
   if (me.row >= rows) return;
   const RowStart start(options, me.row);
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>);
+  const acc_t log_sum_exp2 = log_sum_exp[me.row] * kLog2e<acc_t>;
   const Vector* g_in = reinterpret_cast<const Vector*>(grad + me.row * n);
-  const Vector* p_in = reinterpret_cast<const Vector*>(probs + me.row * n);
+  const Vector* x_in = reinterpret_cast<const Vector*>(x + me.row * n);
   const int64_t vectors = n / kVec;
   dropout_bits::MaskCursor cursor(options.dropout);
 
-  acc_t dp[kVectorsPerThread][kVec];  // the gradient of P
+  Vector dy[kVectorsPerThread];
+  Vector x_loaded[kVectorsPerThread];
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (k < vectors) {
+      dy[j] = g_in[k];
+      x_loaded[j] = x_in[k];
+    }
+  }
+  // The keep decisions, drawn while the loads are in flight.
+  KeepWords<kVec> keep[kVectorsPerThread];
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (options.drop && k < vectors) keep[j] = vector_keep<kVec>(options, start, cursor, k * kVec);
+  }
   acc_t p[kVectorsPerThread][kVec];
   acc_t total = 0;  // sum(dP * P)
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
-      const Vector g_loaded = g_in[k];
-      const Vector p_loaded = p_in[k];
-      const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], k, p[j]);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        dp[j][e] = convert_element<acc_t>(g_loaded.values[e]);
-        if (options.drop) dp[j][e] *= keep_factor<acc_t>(options, keep, e);
-        p[j][e] = convert_element<acc_t>(p_loaded.values[e]);
-        total += dp[j][e] * p[j][e];
-      }
+      for (int e = 0; e < kVec; ++e) total += grad_probability<acc_t>(options, dy[j].values[e], keep[j], e) * p[j][e];
     }
   }
   total = row_allreduce<kWarpPerRow>(total, Plus{}, acc_t(0), partials);
@@ -273,14 +395,19 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
     if (k < vectors) {
       Vector result;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(scale * p[j][e] * (dp[j][e] - total));
+      for (int e = 0; e < kVec; ++e)
+        result.values[e] = convert_element<T>(
+            scale * p[j][e] * (grad_probability<acc_t>(options, dy[j].values[e], keep[j], e) - total));
       out[k] = result;
     }
   }
 }
 
+// Long or unvectorizable rows: two passes over x and dy (the sum, then the write), P and the
+// mask computed again in each.
 template <typename T, int kVec>
-__global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ grad, const T* __restrict__ probs,
+__global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ grad, const T* __restrict__ x,
+                                                       const compute_t<T>* __restrict__ log_sum_exp,
                                                        T* __restrict__ grad_input, int64_t n,
                                                        const RowOptions options) {
   using acc_t = compute_t<T>;
@@ -288,28 +415,23 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   __shared__ acc_t warp_results[kWarpSize];
   const int64_t row = blockIdx.x;
   const RowStart start(options, row);
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>);
+  const acc_t log_sum_exp2 = log_sum_exp[row] * kLog2e<acc_t>;
   const Vector* g_in = reinterpret_cast<const Vector*>(grad + row * n);
-  const Vector* p_in = reinterpret_cast<const Vector*>(probs + row * n);
+  const Vector* x_in = reinterpret_cast<const Vector*>(x + row * n);
   const int64_t vectors = n / kVec;
 
-  // dP of one vector: the mask drawn again in each pass.
-  const auto grad_probs = [&](dropout_bits::MaskCursor& cursor, const Vector& g, int64_t k, acc_t (&dp)[kVec]) {
-    const uint32_t keep = options.drop ? vector_keep_bits<kVec>(options, start, cursor, k * kVec) : 0u;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      dp[e] = convert_element<acc_t>(g.values[e]);
-      if (options.drop) dp[e] *= keep_factor<acc_t>(options, keep, e);
-    }
-  };
   acc_t total = 0;
   {
     dropout_bits::MaskCursor cursor(options.dropout);
     for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-      const Vector p_loaded = p_in[k];
-      acc_t dp[kVec];
-      grad_probs(cursor, g_in[k], k, dp);
+      const Vector dy = g_in[k];
+      acc_t p[kVec];
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k, p);
+      KeepWords<kVec> keep;
+      if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) total += dp[e] * convert_element<acc_t>(p_loaded.values[e]);
+      for (int e = 0; e < kVec; ++e) total += grad_probability<acc_t>(options, dy.values[e], keep, e) * p[e];
     }
   }
   total = block_allreduce(total, Plus{}, acc_t(0), warp_results);
@@ -317,30 +439,32 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   Vector* out = reinterpret_cast<Vector*>(grad_input + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector p_loaded = p_in[k];
-    acc_t dp[kVec];
-    grad_probs(cursor, g_in[k], k, dp);
+    const Vector dy = g_in[k];
+    acc_t p[kVec];
+    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k, p);
+    KeepWords<kVec> keep;
+    if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
     Vector result;
 #pragma unroll
     for (int e = 0; e < kVec; ++e)
-      result.values[e] = convert_element<T>(scale * convert_element<acc_t>(p_loaded.values[e]) * (dp[e] - total));
+      result.values[e] = convert_element<T>(scale * p[e] * (grad_probability<acc_t>(options, dy.values[e], keep, e) - total));
     out[k] = result;
   }
 }
 
 // ---- launch ----
 
-// The kernels' options from the host's description; `with_mask` false for the backward.
-RowOptions row_options(const SoftmaxDropoutRows& rows, bool with_mask, const char* op) {
+// The kernels' options from the host's description.
+RowOptions row_options(const SoftmaxDropoutRows& rows, const char* op) {
   RowOptions o;
   const size_t dims = rows.sizes.size();
   const Shape leading(rows.sizes.begin(), rows.sizes.end() - 1);
-  const Shape no_mask(dims, 0);
-  const Shape& mask_strides = with_mask && rows.mask.defined() ? rows.mask_strides : no_mask;
+  const Shape mask_strides = rows.mask.defined() ? rows.mask_strides : Shape(dims, 0);
   o.leading = make_strided_layout<2>(leading, {mask_strides.data(), rows.index_strides.data()}, op);
   o.mask_step = mask_strides[dims - 1];
   o.index_step = rows.index_strides[dims - 1];
-  if (with_mask && rows.mask.defined()) {
+  if (rows.index_strides == contiguous_strides(rows.sizes)) o.row_length = rows.sizes[dims - 1];
+  if (rows.mask.defined()) {
     o.mask = rows.mask.raw_data();
     o.mask_kind = rows.mask.dtype() == kBool ? MaskKind::Bool : MaskKind::Additive;
   }
@@ -355,7 +479,7 @@ RowOptions row_options(const SoftmaxDropoutRows& rows, bool with_mask, const cha
 // Calls launch_rows / launch_online (cuda/row_kernels.cuh's launch_for_rows) with the vector
 // width as a constant: 16-byte vectors where the row and pointers allow, else the online
 // kernel one element at a time.
-template <typename T, typename LaunchRows, typename LaunchOnline>
+template <typename T, int kMaxElements, typename LaunchRows, typename LaunchOnline>
 void launch_softmax_dropout(const Rows& rows, std::initializer_list<const void*> pointers, const char* op,
                             LaunchRows&& launch_rows, LaunchOnline&& launch_online) {
   with_vector_width<T>(rows.length, pointers, [&](auto vector_width) {
@@ -363,7 +487,7 @@ void launch_softmax_dropout(const Rows& rows, std::initializer_list<const void*>
     if constexpr (kVec == 1) {
       launch_online(vector_width, blocks_for_rows(rows.count, 1, op), kOnlineThreads);
     } else {
-      launch_for_rows<kVec>(
+      launch_for_rows<kVec, kMaxElements>(
           rows, op,
           [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
             launch_rows(vector_width, per_thread, warp_per_row, grid, block_threads);
@@ -375,56 +499,60 @@ void launch_softmax_dropout(const Rows& rows, std::initializer_list<const void*>
 
 }  // namespace
 
-void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& probs, const Tensor& y) {
+void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& y,
+                          const Tensor& log_sum_exp) {
   const char* op = "softmax_dropout";
   const Rows shape = rows_of(x);
   if (shape.count == 0) return;
-  const RowOptions options = row_options(rows, /*with_mask=*/true, op);
+  const RowOptions options = row_options(rows, op);
   DeviceGuard guard(x.device().index);
   const cudaStream_t stream = current_stream();
   dispatch_floating(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using acc_t = compute_t<T>;
     const T* in = static_cast<const T*>(x.raw_data());
-    T* p_out = static_cast<T*>(probs.raw_data());
-    T* y_out = static_cast<T*>(y.raw_data());
-    launch_softmax_dropout<T>(
-        shape, {in, p_out, y_out}, op,
+    T* out = static_cast<T*>(y.raw_data());
+    acc_t* lse = static_cast<acc_t*>(log_sum_exp.raw_data());
+    launch_softmax_dropout<T, kRowElementsPerThread>(
+        shape, {in, out}, op,
         [&](auto vector_width, auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
           softmax_dropout_rows_kernel<T, decltype(vector_width)::value, decltype(per_thread)::value,
                                       decltype(warp_per_row)::value>
-              <<<grid, block_threads, 0, stream>>>(in, p_out, y_out, shape.count, shape.length, options);
+              <<<grid, block_threads, 0, stream>>>(in, out, lse, shape.count, shape.length, options);
         },
         [&](auto vector_width, unsigned int grid, int block_threads) {
           softmax_dropout_online_kernel<T, decltype(vector_width)::value>
-              <<<grid, block_threads, 0, stream>>>(in, p_out, y_out, shape.length, options);
+              <<<grid, block_threads, 0, stream>>>(in, out, lse, shape.length, options);
         });
     MG_CUDA_CHECK_LAUNCH(op);
   });
 }
 
-void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& probs, const SoftmaxDropoutRows& rows,
-                                   const Tensor& grad_input) {
+void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
+                                   const SoftmaxDropoutRows& rows, const Tensor& grad_input) {
   const char* op = "softmax_dropout (backward)";
-  const Rows shape = rows_of(probs);
+  const Rows shape = rows_of(x);
   if (shape.count == 0) return;
-  const RowOptions options = row_options(rows, /*with_mask=*/false, op);
-  DeviceGuard guard(probs.device().index);
+  const RowOptions options = row_options(rows, op);
+  DeviceGuard guard(x.device().index);
   const cudaStream_t stream = current_stream();
-  dispatch_floating(probs.dtype(), [&](auto tag) {
+  dispatch_floating(x.dtype(), [&](auto tag) {
     using T = decltype(tag);
+    using acc_t = compute_t<T>;
     const T* g = static_cast<const T*>(grad.raw_data());
-    const T* p = static_cast<const T*>(probs.raw_data());
+    const T* in = static_cast<const T*>(x.raw_data());
+    const acc_t* lse = static_cast<const acc_t*>(log_sum_exp.raw_data());
     T* out = static_cast<T*>(grad_input.raw_data());
-    launch_softmax_dropout<T>(
-        shape, {g, p, out}, op,
+    launch_softmax_dropout<T, kRowElementsPerThread>(
+        shape, {g, in, out}, op,
         [&](auto vector_width, auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
           softmax_dropout_backward_rows_kernel<T, decltype(vector_width)::value, decltype(per_thread)::value,
                                                decltype(warp_per_row)::value>
-              <<<grid, block_threads, 0, stream>>>(g, p, out, shape.count, shape.length, options);
+              <<<grid, block_threads, 0, stream>>>(g, in, lse, out, shape.count, shape.length, options);
         },
         [&](auto vector_width, unsigned int grid, int block_threads) {
           softmax_dropout_backward_online_kernel<T, decltype(vector_width)::value>
-              <<<grid, block_threads, 0, stream>>>(g, p, out, shape.length, options);
+              <<<grid, block_threads, 0, stream>>>(g, in, lse, out, shape.length, options);
         });
     MG_CUDA_CHECK_LAUNCH(op);
   });

@@ -28,14 +28,19 @@ struct SoftmaxDropoutRows {
 };
 
 // P = softmax(scale * x + mask) along the last dim (a fully masked row gives zeros) and
-// y = P * keep / (1 - p_q). x, probs and y contiguous, of one shape and one floating dtype;
-// y may be probs itself when rows.drop is false. float16/bfloat16 compute in float.
-void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& probs, const Tensor& y);
+// y = P * keep / (1 - p_q) (y = P when rows.drop is false), and each row's log-sum-exp
+// L = log(sum(exp(scale * x + mask))), +inf for a fully masked row, which the backward
+// recomputes P from. x and y contiguous, of one shape and one floating dtype; log_sum_exp
+// contiguous, one element a row, float (double for a double x). float16/bfloat16 compute in
+// float.
+void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& y,
+                          const Tensor& log_sum_exp);
 
-// grad_input = scale * P * (dP - sum(dP * P)), dP = grad * keep / (1 - p_q), in one pass over
-// grad and P (contiguous, of one shape and dtype). rows.mask is not read.
-void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& probs, const SoftmaxDropoutRows& rows,
-                                   const Tensor& grad_input);
+// grad_input = scale * P * (dP - sum(dP * P)), P = exp(scale * x + mask - L),
+// dP = grad * keep / (1 - p_q), in one pass over grad and x (contiguous, of one shape and
+// dtype) for rows of up to 8192 elements, two for longer ones.
+void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
+                                   const SoftmaxDropoutRows& rows, const Tensor& grad_input);
 
 }  // namespace cuda
 }  // namespace minigrad

@@ -36,15 +36,18 @@ MG_HOST_DEVICE uint32_t threshold_of(double p) {
 // The factor of a kept element: 1 / (1 - p_q), p_q = threshold / 65536.
 MG_HOST_DEVICE double keep_scale(uint32_t threshold) { return kResolution / (kResolution - threshold); }
 
+// Whether the element whose 16 bits are half `half` (0: low, 1: high) of a Philox word is kept.
+MG_HOST_DEVICE bool keeps(uint32_t word, uint32_t half, uint32_t threshold) {
+  return ((word >> (16 * half)) & 0xFFFFu) >= threshold;
+}
+
 // The keep decisions of group g (elements 8g .. 8g + 7): bit k set iff element 8g + k is kept.
 MG_HOST_DEVICE uint32_t keep_bits(uint64_t seed, uint64_t offset, uint64_t group, uint32_t threshold) {
   const philox::Uint4 block = philox::random_block(seed, offset, group);
   const uint32_t words[4] = {block.x, block.y, block.z, block.w};
   uint32_t bits = 0;
-  for (uint32_t k = 0; k < kElementsPerBlock; ++k) {
-    const uint32_t half = (words[k / 2] >> (16 * (k % 2))) & 0xFFFFu;
-    bits |= static_cast<uint32_t>(half >= threshold) << k;
-  }
+  for (uint32_t k = 0; k < kElementsPerBlock; ++k)
+    bits |= static_cast<uint32_t>(keeps(words[k / 2], k % 2, threshold)) << k;
   return bits;
 }
 

@@ -14,18 +14,24 @@
 //   softmax_dropout:  P = softmax(scale * x + mask)   along dim, mask additive, or bool (false
 //                                                     masks out) and/or causal
 //                     y = P * keep / (1 - p_q)
-//   its backward:     dP = dy * keep / (1 - p_q)
+//   its backward:     P = exp(scale * x + mask - L)   again, from x and the lane's log-sum-exp L
+//                     dP = dy * keep / (1 - p_q)
 //                     dx = scale * P * (dP - sum(dP * P))
 //
-// softmax_dropout's backward reads P only, and is a kernel: the op is once differentiable (a
-// second backward is an error naming SoftmaxDropout). A row whose every element is masked
-// out gives zeros, forward and backward (its twin gives NaN: softmax of -inf everywhere).
-// The mask gets no gradient: a mask that requires grad is an error, rather than a gradient
-// silently missing.
+// softmax_dropout saves x, the mask and L (one float a lane), not P: the forward then moves
+// two tensors of x's size (x in, y out) rather than three, and nothing of x's size is held for
+// the backward beyond x, which the caller holds anyway. The backward redoes the logits, the
+// exponentials and the mask, and is a kernel: the op is once differentiable (a second
+// backward is an error naming SoftmaxDropout). A lane whose every element is masked out gives
+// zeros, forward and backward (its twin gives NaN: softmax of -inf everywhere); its L is +inf,
+// so that exp(logit - L) is 0 there too. The mask gets no gradient: a mask that requires grad
+// is an error, rather than a gradient silently missing.
 //
-// The CPU loop runs on whole lanes (the elements along dim) per thread: the logits and their
-// exponentials in the element type (float's exp is the vectorizable fast_math::exp_float, as
-// in ops/softmax.cpp), the lane's sums in double, the dropout mask drawn once per group of 8.
+// The CPU loop runs on whole lanes (the elements along dim) per thread, each step of a lane a
+// loop of its own that vectorizes (MG_CPU_CLONES) where the lane is contiguous: the logits
+// and their exponentials in the element type (float's exp is the vectorizable
+// fast_math::exp_float, as in ops/softmax.cpp), the lane's sums in double, the dropout mask
+// drawn once per group of 8.
 // The GPU takes the row kernels of cuda/softmax_dropout.cu along the last dim of a
 // contiguous x; another dim is moved last by a copy, and the kernel is told each element's
 // index in x's order, so the same elements are dropped on both devices.
@@ -135,22 +141,35 @@ class Lanes {
   Shape x_strides_, mask_strides_, index_strides_;
 };
 
-// scale * x + mask for element j of a lane, -inf where it is masked out. mask_t: bool, or
-// the element type of an additive mask; `mask` null for none.
-template <typename scalar_t, typename mask_t>
-double masked_logit(const scalar_t* x, const mask_t* mask, const SoftmaxDropoutSpec& spec, const Lanes& lanes,
-                    const LaneStart& s, int64_t j) {
-  constexpr double kMaskedOut = -std::numeric_limits<double>::infinity();
-  if (spec.is_causal && j > s.row) return kMaskedOut;
-  double v = spec.scale * static_cast<double>(x[s.x_offset + j * lanes.x_step()]);
-  if (mask) {
-    const mask_t m = mask[s.mask_offset + j * lanes.mask_step()];
-    if constexpr (std::is_same_v<mask_t, bool>)
-      v = m ? v : kMaskedOut;
-    else
-      v += static_cast<double>(m);
-  }
-  return v;
+// ---- one lane's loops: each a function compiled per instruction set (MG_CPU_CLONES), so
+// that they vectorize where the lane is contiguous ----
+
+template <typename T>
+constexpr T kMaskedOut = -std::numeric_limits<T>::infinity();
+
+// v[j] = scale * x[j * step].
+template <typename T>
+MG_CPU_CLONES static void scaled_lane(const T* x, int64_t step, T scale, int64_t n, T* v) {
+  for (int64_t j = 0; j < n; ++j) v[j] = scale * x[j * step];
+}
+
+// An additive mask: v[j] += mask[j * step].
+template <typename T>
+MG_CPU_CLONES static void add_lane(const T* mask, int64_t step, int64_t n, T* v) {
+  for (int64_t j = 0; j < n; ++j) v[j] += mask[j * step];
+}
+
+// A bool mask: v[j] = -inf where mask[j * step] is false.
+template <typename T>
+MG_CPU_CLONES static void mask_lane(const bool* mask, int64_t step, int64_t n, T* v) {
+  for (int64_t j = 0; j < n; ++j) v[j] = mask[j * step] ? v[j] : kMaskedOut<T>;
+}
+
+template <typename T>
+MG_CPU_CLONES static T lane_max(const T* v, int64_t n) {
+  T m = kMaskedOut<T>;
+  for (int64_t j = 0; j < n; ++j) m = v[j] > m ? v[j] : m;
+  return m;
 }
 
 // v[j] = e^(v[j] - shift): float's vectorizable exp (kernels/fast_math.h), std::exp for double.
@@ -164,79 +183,157 @@ MG_CPU_CLONES static void exp_shifted(T* v, T shift, int64_t n) {
   }
 }
 
-// P and y, both contiguous, for every lane of x (float or double; float16/bfloat16 upcast).
+template <typename T>
+MG_CPU_CLONES static double sum_as_double(const T* v, int64_t n) {
+  double sum = 0.0;
+  for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(v[j]);
+  return sum;
+}
+
+// out[j] = v[j] * factor * keep[j] (keep[j] = 1 everywhere when `keep` is null).
+template <typename T>
+MG_CPU_CLONES static void scale_lane(const T* v, T factor, const T* keep, int64_t n, T* out) {
+  if (keep == nullptr) {
+    for (int64_t j = 0; j < n; ++j) out[j] = v[j] * factor;
+  } else {
+    for (int64_t j = 0; j < n; ++j) out[j] = v[j] * factor * keep[j];
+  }
+}
+
+// The keep bits of groups first .. first + count - 1 (dropout_bits::keep_bits): a loop over
+// independent Philox calls, which the compiler vectorizes (AVX2 multiplies four 32-bit
+// pairs into 64-bit products at once). Philox is most of the CPU op's time otherwise.
+MG_CPU_CLONES static void keep_bits_of_groups(const dropout_bits::Mask& mask, uint64_t first, int64_t count,
+                                              uint32_t* bits) {
+  for (int64_t g = 0; g < count; ++g) bits[g] = mask.keep_bits(first + static_cast<uint64_t>(g));
+}
+
+// The lane's keep factors: keep[j] = 1 / (1 - p_q) where element `first + j * step` of x's
+// order is kept, else 0. One Philox call per group of 8 indices met: consecutive indices
+// (step 1) go a group at a time, any other order through the cursor.
+template <typename T>
+void keep_factors(const dropout_bits::Mask& mask, int64_t first, int64_t step, int64_t n, T* keep) {
+  constexpr int64_t kGroup = dropout_bits::kElementsPerBlock;
+  const T kept = static_cast<T>(mask.scale());
+  if (step != 1) {
+    dropout_bits::MaskCursor cursor(mask);
+    for (int64_t j = 0; j < n; ++j) keep[j] = cursor.keep(static_cast<uint64_t>(first + j * step)) ? kept : T(0);
+    return;
+  }
+  const int64_t first_group = first / kGroup;
+  const int64_t groups = (first + n - 1) / kGroup - first_group + 1;
+  std::vector<uint32_t> bits(static_cast<size_t>(groups));
+  keep_bits_of_groups(mask, static_cast<uint64_t>(first_group), groups, bits.data());
+  for (int64_t j = 0; j < n; ++j) {
+    const int64_t i = first + j - first_group * kGroup;
+    keep[j] = (bits[static_cast<size_t>(i / kGroup)] >> (i % kGroup)) & 1u ? kept : T(0);
+  }
+}
+
+// The logits of one lane, scale * x + mask, -inf where masked out, into v.
 template <typename scalar_t, typename mask_t>
-void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, const Tensor& probs, const Tensor& y) {
+void lane_logits(const scalar_t* x, const mask_t* mask, const SoftmaxDropoutSpec& spec, const Lanes& lanes,
+                 const LaneStart& s, int64_t n, scalar_t* v) {
+  scaled_lane(x + s.x_offset, lanes.x_step(), static_cast<scalar_t>(spec.scale), n, v);
+  if (mask) {
+    if constexpr (std::is_same_v<mask_t, bool>)
+      mask_lane(mask + s.mask_offset, lanes.mask_step(), n, v);
+    else
+      add_lane(mask + s.mask_offset, lanes.mask_step(), n, v);
+  }
+  if (spec.is_causal && s.row + 1 < n) std::fill(v + s.row + 1, v + n, kMaskedOut<scalar_t>);  // j > row
+}
+
+// y (contiguous) and each lane's log-sum-exp L = log(sum(exp(logits))) (lse[lane]; +inf for a
+// lane masked out everywhere, so that exp(logit - L) is 0 there too) for every lane of x
+// (float or double; float16/bfloat16 upcast).
+template <typename scalar_t, typename mask_t>
+void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, const Tensor& y,
+                           const Tensor& log_sum_exp) {
   const int64_t n = x.size(spec.dim);
   const Lanes lanes(x, spec.mask.defined() ? broadcast_strides(spec.mask, x.sizes()) : Shape(x.sizes().size(), 0),
                     spec.dim);
   const scalar_t* px = x.data_ptr<scalar_t>();
   const mask_t* pm = spec.mask.defined() ? static_cast<const mask_t*>(spec.mask.raw_data()) : nullptr;
-  scalar_t* pp = probs.data_ptr<scalar_t>();
   scalar_t* py = y.data_ptr<scalar_t>();
-  const scalar_t keep_scale = static_cast<scalar_t>(spec.dropout.scale());
+  scalar_t* pl = log_sum_exp.data_ptr<scalar_t>();
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1));
   parallel_for(0, lanes.count(), grain, [&](int64_t begin, int64_t end) {
-    // The lane's logits, then its exponentials: each element's logit and exp computed once,
-    // the exponentials in the element type (float's exp vectorizes), their sum in double.
-    std::vector<scalar_t> values(static_cast<size_t>(n));
+    // The lane's logits, then its exponentials in the element type (float's exp vectorizes),
+    // their sum in double; the keep factors; then y, written in place where y's lane is
+    // contiguous (the softmax dim is x's last), else through `values`.
+    std::vector<scalar_t> values(static_cast<size_t>(n)), keep(spec.drop ? static_cast<size_t>(n) : 0);
     scalar_t* v = values.data();
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
-      scalar_t lane_max = -std::numeric_limits<scalar_t>::infinity();
-      for (int64_t j = 0; j < n; ++j) {
-        v[j] = static_cast<scalar_t>(masked_logit<scalar_t, mask_t>(px, pm, spec, lanes, s, j));
-        lane_max = std::fmax(lane_max, v[j]);
-      }
+      lane_logits(px, pm, spec, lanes, s, n, v);
+      const scalar_t max = lane_max(v, n);
       // Every element masked out: the lane's probabilities are 0, not exp(-inf - -inf) = NaN.
-      const bool all_masked = lane_max == -std::numeric_limits<scalar_t>::infinity();
+      const bool all_masked = max == kMaskedOut<scalar_t>;
       if (all_masked)
         std::fill(v, v + n, scalar_t(0));
       else
-        exp_shifted(v, lane_max, n);
-      double sum_exp = 0.0;
-      for (int64_t j = 0; j < n; ++j) sum_exp += static_cast<double>(v[j]);
-      const double inverse = all_masked ? 0.0 : 1.0 / sum_exp;
-      dropout_bits::MaskCursor keep(spec.dropout);
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t at = s.index + j * lanes.index_step();
-        const scalar_t p = static_cast<scalar_t>(static_cast<double>(v[j]) * inverse);
-        pp[at] = p;
-        if (spec.drop) py[at] = p * (keep.keep(static_cast<uint64_t>(at)) ? keep_scale : scalar_t(0));
+        exp_shifted(v, max, n);
+      const double sum_exp = sum_as_double(v, n);
+      pl[lane] = all_masked ? std::numeric_limits<scalar_t>::infinity()
+                            : static_cast<scalar_t>(static_cast<double>(max) + std::log(sum_exp));
+      if (spec.drop) keep_factors(spec.dropout, s.index, lanes.index_step(), n, keep.data());
+      const scalar_t inverse = all_masked ? scalar_t(0) : static_cast<scalar_t>(1.0 / sum_exp);
+      if (lanes.index_step() == 1) {
+        scale_lane(v, inverse, spec.drop ? keep.data() : nullptr, n, py + s.index);
+      } else {
+        scale_lane(v, inverse, spec.drop ? keep.data() : nullptr, n, v);
+        for (int64_t j = 0; j < n; ++j) py[s.index + j * lanes.index_step()] = v[j];
       }
     }
   });
 }
 
-// dx = scale * P * (dP - sum(dP * P)), dP = dy * keep / (1 - p_q), along each lane. P and dx
-// contiguous, dy any strides (an expanded gradient has stride 0).
-template <typename scalar_t>
-void softmax_dropout_backward_lanes(const Tensor& grad, const Tensor& probs, const SoftmaxDropoutSpec& spec,
-                                    const Tensor& grad_input) {
-  const int64_t n = probs.size(spec.dim);
-  const Lanes lanes(grad, Shape(probs.sizes().size(), 0), spec.dim);
+// dx = scale * (P * dP - P * sum(dP * P)) along each lane, with P = exp(logits - L)
+// recomputed from x and the lane's L, dP = dy * keep / (1 - p_q). dy and dx contiguous.
+template <typename T>
+MG_CPU_CLONES static void softmax_dropout_lane_gradient(const T* p, const T* dy, const T* keep, T scale,
+                                                        int64_t n, T* dp, T* dx) {
+  double total = 0.0;
+  for (int64_t j = 0; j < n; ++j) {
+    dp[j] = keep ? dy[j] * keep[j] : dy[j];
+    total += static_cast<double>(dp[j] * p[j]);
+  }
+  const T t = static_cast<T>(total);
+  for (int64_t j = 0; j < n; ++j) dx[j] = scale * p[j] * (dp[j] - t);
+}
+
+template <typename scalar_t, typename mask_t>
+void softmax_dropout_backward_lanes(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
+                                    const SoftmaxDropoutSpec& spec, const Tensor& grad_input) {
+  const int64_t n = x.size(spec.dim);
+  const Lanes lanes(x, spec.mask.defined() ? broadcast_strides(spec.mask, x.sizes()) : Shape(x.sizes().size(), 0),
+                    spec.dim);
+  const scalar_t* px = x.data_ptr<scalar_t>();
+  const mask_t* pm = spec.mask.defined() ? static_cast<const mask_t*>(spec.mask.raw_data()) : nullptr;
   const scalar_t* pg = grad.data_ptr<scalar_t>();
-  const scalar_t* pp = probs.data_ptr<scalar_t>();
+  const scalar_t* pl = log_sum_exp.data_ptr<scalar_t>();
   scalar_t* po = grad_input.data_ptr<scalar_t>();
-  const double keep_scale = spec.dropout.scale();
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1));
+  const bool in_place = lanes.index_step() == 1;  // dy's and dx's lanes contiguous
   parallel_for(0, lanes.count(), grain, [&](int64_t begin, int64_t end) {
-    std::vector<double> grad_probs(static_cast<size_t>(n));  // dP: the mask drawn once a lane
+    const size_t size = static_cast<size_t>(n);
+    std::vector<scalar_t> probs(size), grad_probs(size), keep(spec.drop ? size : 0);
+    std::vector<scalar_t> dy(in_place ? 0 : size), dx(in_place ? 0 : size);
+    scalar_t* p = probs.data();
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
-      dropout_bits::MaskCursor keep(spec.dropout);
-      double total = 0.0;
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t at = s.index + j * lanes.index_step();
-        double g = static_cast<double>(pg[s.x_offset + j * lanes.x_step()]);
-        if (spec.drop) g *= keep.keep(static_cast<uint64_t>(at)) ? keep_scale : 0.0;
-        grad_probs[static_cast<size_t>(j)] = g;
-        total += g * static_cast<double>(pp[at]);
-      }
-      for (int64_t j = 0; j < n; ++j) {
-        const int64_t at = s.index + j * lanes.index_step();
-        po[at] = static_cast<scalar_t>(spec.scale * static_cast<double>(pp[at]) *
-                                       (grad_probs[static_cast<size_t>(j)] - total));
+      lane_logits(px, pm, spec, lanes, s, n, p);
+      exp_shifted(p, pl[lane], n);  // a masked-out logit, or every logit of a lane whose L is +inf: exp(-inf) = 0
+      if (spec.drop) keep_factors(spec.dropout, s.index, lanes.index_step(), n, keep.data());
+      const scalar_t* keep_or_null = spec.drop ? keep.data() : nullptr;
+      const scalar_t scale = static_cast<scalar_t>(spec.scale);
+      if (in_place) {
+        softmax_dropout_lane_gradient(p, pg + s.index, keep_or_null, scale, n, grad_probs.data(), po + s.index);
+      } else {
+        for (int64_t j = 0; j < n; ++j) dy[static_cast<size_t>(j)] = pg[s.index + j * lanes.index_step()];
+        softmax_dropout_lane_gradient(p, dy.data(), keep_or_null, scale, n, grad_probs.data(), dx.data());
+        for (int64_t j = 0; j < n; ++j) po[s.index + j * lanes.index_step()] = dx[static_cast<size_t>(j)];
       }
     }
   });
@@ -266,73 +363,92 @@ cuda::SoftmaxDropoutRows gpu_rows(const Tensor& x_rows, const SoftmaxDropoutSpec
   return rows;
 }
 
-// P and y on the GPU: x's dim moved last and made contiguous, then the results moved back.
-void softmax_dropout_cuda(const Tensor& x, const SoftmaxDropoutSpec& spec, Tensor& probs, Tensor& y) {
-  const int64_t last = x.dim() - 1;
-  const Tensor x_rows = x.transpose(spec.dim, last).contiguous();
-  Tensor probs_rows = empty(x_rows.sizes(), TensorOptions(x.dtype()).device(x.device()));
-  Tensor y_rows = spec.drop ? empty(x_rows.sizes(), TensorOptions(x.dtype()).device(x.device())) : probs_rows;
-  cuda::softmax_dropout_rows(x_rows, gpu_rows(x_rows, spec, x.sizes()), probs_rows, y_rows);
-  probs = probs_rows.transpose(spec.dim, last).contiguous();
-  y = spec.drop ? y_rows.transpose(spec.dim, last).contiguous() : probs;
+// spec for the float copy of a float16/bfloat16 x on the CPU: an additive mask in float too.
+SoftmaxDropoutSpec in_float(const SoftmaxDropoutSpec& spec) {
+  SoftmaxDropoutSpec converted = spec;
+  if (spec.mask.defined() && spec.mask.dtype() != kBool) converted.mask = copy_as(spec.mask, kFloat32, kCPU);
+  return converted;
 }
 
-Tensor softmax_dropout_backward_cuda(const Tensor& grad, const Tensor& probs, const SoftmaxDropoutSpec& spec) {
-  const int64_t last = probs.dim() - 1;
-  const Tensor grad_rows = grad.transpose(spec.dim, last).contiguous();
-  const Tensor probs_rows = probs.transpose(spec.dim, last).contiguous();
-  Tensor grad_input_rows = empty(probs_rows.sizes(), TensorOptions(probs.dtype()).device(probs.device()));
-  SoftmaxDropoutSpec no_mask = spec;
-  no_mask.mask = Tensor();
-  cuda::softmax_dropout_backward_rows(grad_rows, probs_rows, gpu_rows(probs_rows, no_mask, probs.sizes()),
-                                      grad_input_rows);
-  return grad_input_rows.transpose(spec.dim, last).contiguous();
+// An empty tensor for the log-sum-exp of x's lanes along dim (one per lane, also when dim has
+// size 0): double for double, else float.
+Tensor empty_log_sum_exp(const Tensor& x, int64_t dim) {
+  int64_t lanes = 1;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (d != dim) lanes *= x.size(d);
+  return empty({lanes}, TensorOptions(x.dtype() == kFloat64 ? kFloat64 : kFloat32).device(x.device()));
 }
 
-// ---- the kernels on either device: P and y from x, dx from dy and P ----
+// x with dim moved last, contiguous: the GPU kernels' rows.
+Tensor rows_along(const Tensor& t, int64_t dim) { return t.transpose(dim, t.dim() - 1).contiguous(); }
 
-void softmax_dropout_kernel(const Tensor& x, const SoftmaxDropoutSpec& spec, Tensor& probs, Tensor& y) {
-  if (x.device().is_cuda()) return softmax_dropout_cuda(x, spec, probs, y);
+// y and L on the GPU: x's dim moved last and made contiguous, then y moved back. L is in the
+// order of those rows, which the backward moves x to again.
+void softmax_dropout_cuda(const Tensor& x, const SoftmaxDropoutSpec& spec, Tensor& y, Tensor& log_sum_exp) {
+  const Tensor x_rows = rows_along(x, spec.dim);
+  Tensor y_rows = empty(x_rows.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  log_sum_exp = empty_log_sum_exp(x, spec.dim);
+  cuda::softmax_dropout_rows(x_rows, gpu_rows(x_rows, spec, x.sizes()), y_rows, log_sum_exp);
+  y = y_rows.transpose(spec.dim, x.dim() - 1).contiguous();
+}
+
+Tensor softmax_dropout_backward_cuda(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
+                                     const SoftmaxDropoutSpec& spec) {
+  const Tensor x_rows = rows_along(x, spec.dim);
+  Tensor grad_input_rows = empty(x_rows.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  cuda::softmax_dropout_backward_rows(rows_along(grad, spec.dim), x_rows, log_sum_exp,
+                                      gpu_rows(x_rows, spec, x.sizes()), grad_input_rows);
+  return grad_input_rows.transpose(spec.dim, x.dim() - 1).contiguous();
+}
+
+// ---- the kernels on either device: y and L from x, dx from dy, x and L ----
+
+void softmax_dropout_kernel(const Tensor& x, const SoftmaxDropoutSpec& spec, Tensor& y, Tensor& log_sum_exp) {
+  if (x.device().is_cuda()) return softmax_dropout_cuda(x, spec, y, log_sum_exp);
   check_cpu("softmax_dropout", "self", x);
   if (is_half(x.dtype())) {
-    SoftmaxDropoutSpec in_float = spec;
-    if (spec.mask.defined() && spec.mask.dtype() != kBool) in_float.mask = copy_as(spec.mask, kFloat32, kCPU);
-    Tensor probs_float, y_float;
-    softmax_dropout_kernel(copy_as(x, kFloat32, kCPU), in_float, probs_float, y_float);
-    probs = copy_as(probs_float, x.dtype(), kCPU);
-    y = spec.drop ? copy_as(y_float, x.dtype(), kCPU) : probs;
+    Tensor y_float;
+    softmax_dropout_kernel(copy_as(x, kFloat32, kCPU), in_float(spec), y_float, log_sum_exp);
+    y = copy_as(y_float, x.dtype(), kCPU);
     return;
   }
-  probs = empty(x.sizes(), TensorOptions(x.dtype()));
-  y = spec.drop ? empty(x.sizes(), TensorOptions(x.dtype())) : probs;
+  y = empty(x.sizes(), TensorOptions(x.dtype()));
+  log_sum_exp = empty_log_sum_exp(x, spec.dim);
   if (x.numel() == 0) return;
   dispatch_floating(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     if constexpr (std::is_floating_point_v<scalar_t>) {
       if (spec.mask.defined() && spec.mask.dtype() == kBool)
-        softmax_dropout_lanes<scalar_t, bool>(x, spec, probs, y);
+        softmax_dropout_lanes<scalar_t, bool>(x, spec, y, log_sum_exp);
       else
-        softmax_dropout_lanes<scalar_t, scalar_t>(x, spec, probs, y);
+        softmax_dropout_lanes<scalar_t, scalar_t>(x, spec, y, log_sum_exp);
     }
   });
 }
 
-Tensor softmax_dropout_backward_kernel(const Tensor& grad, const Tensor& probs, const SoftmaxDropoutSpec& spec) {
+Tensor softmax_dropout_backward_kernel(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
+                                       const SoftmaxDropoutSpec& spec) {
   const char* op = "softmax_dropout_backward";
   check_defined(op, "grad_output", grad);
-  check_same_dtype(op, "grad_output", grad, "output", probs);
-  check_same_device(op, "grad_output", grad, "output", probs);
-  if (probs.device().is_cuda()) return softmax_dropout_backward_cuda(grad, probs, spec);
-  check_cpu(op, "output", probs);
-  if (is_half(probs.dtype()))
-    return copy_as(softmax_dropout_backward_kernel(copy_as(grad, kFloat32, kCPU), copy_as(probs, kFloat32, kCPU), spec),
-                   probs.dtype(), kCPU);
-  Tensor grad_input = empty(probs.sizes(), TensorOptions(probs.dtype()));
-  if (probs.numel() == 0) return grad_input;
-  dispatch_floating(probs.dtype(), [&](auto tag) {
+  check_same_dtype(op, "grad_output", grad, "self", x);
+  check_same_device(op, "grad_output", grad, "self", x);
+  if (x.device().is_cuda()) return softmax_dropout_backward_cuda(grad, x, log_sum_exp, spec);
+  check_cpu(op, "self", x);
+  if (is_half(x.dtype()))
+    return copy_as(softmax_dropout_backward_kernel(copy_as(grad, kFloat32, kCPU), copy_as(x, kFloat32, kCPU),
+                                                   log_sum_exp, in_float(spec)),
+                   x.dtype(), kCPU);
+  Tensor grad_input = empty(x.sizes(), TensorOptions(x.dtype()));
+  if (x.numel() == 0) return grad_input;
+  const Tensor grad_contiguous = grad.contiguous();  // an expanded gradient (stride 0) is copied
+  dispatch_floating(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
-    if constexpr (std::is_floating_point_v<scalar_t>)
-      softmax_dropout_backward_lanes<scalar_t>(grad, probs, spec, grad_input);
+    if constexpr (std::is_floating_point_v<scalar_t>) {
+      if (spec.mask.defined() && spec.mask.dtype() == kBool)
+        softmax_dropout_backward_lanes<scalar_t, bool>(grad_contiguous, x, log_sum_exp, spec, grad_input);
+      else
+        softmax_dropout_backward_lanes<scalar_t, scalar_t>(grad_contiguous, x, log_sum_exp, spec, grad_input);
+    }
   });
   return grad_input;
 }
@@ -342,24 +458,25 @@ struct SoftmaxDropout : Function<SoftmaxDropout> {
   struct State {
     SoftmaxDropoutSpec spec;
   };
+  // Saves x and L (one float a lane), and the mask (the caller's, never a copy): the backward
+  // recomputes P from them rather than keeping P, a tensor of x's size, from the forward to
+  // the backward.
   static Tensor forward(Context& ctx, const Tensor& x, const SoftmaxDropoutSpec& spec) {
-    Tensor probs, y;
-    softmax_dropout_kernel(x, spec, probs, y);
-    // The backward reads P only. y is saved beside it (when it is not P itself) so that a
-    // second backward reaches this node and fails naming it: the engine links a
-    // once-differentiable backward to the saved tensors with history, and P has none. It
-    // costs no memory where y is kept anyway (attention's next matmul saves it).
-    if (spec.drop)
-      ctx.save_for_backward({probs, y});
+    Tensor y, log_sum_exp;
+    softmax_dropout_kernel(x, spec, y, log_sum_exp);
+    if (spec.mask.defined())
+      ctx.save_for_backward({x, log_sum_exp, spec.mask});
     else
-      ctx.save_for_backward({probs});
+      ctx.save_for_backward({x, log_sum_exp});
     ctx.state<State>().spec = spec;
-    ctx.state<State>().spec.mask = Tensor();  // the backward does not read it
+    ctx.state<State>().spec.mask = Tensor();  // held as a saved tensor, whose version is checked
     return y;
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
-    const Tensor probs = ctx.saved_tensors()[0];
-    return {softmax_dropout_backward_kernel(grads[0], probs, ctx.state<State>().spec), Tensor()};
+    const tensor_list saved = ctx.saved_tensors();
+    SoftmaxDropoutSpec spec = ctx.state<State>().spec;
+    if (saved.size() > 2) spec.mask = saved[2];
+    return {softmax_dropout_backward_kernel(grads[0], saved[0], saved[1], spec), Tensor()};
   }
 };
 

@@ -19,9 +19,10 @@
 //
 // Why a fused op moves less: a composite of k elementwise and row ops reads and writes a
 // tensor-sized intermediate between each pair, and the tape keeps many of them for the
-// backward. The fused forward reads x and writes y; its backward reads x (or the saved
-// softmax) and the incoming gradient and writes the input's gradient: 5 tensor-sized
-// transfers for the pass, the fewest there are.
+// backward. The fused forward reads x and writes y; its backward reads x and the incoming
+// gradient and writes the input's gradient: 5 tensor-sized transfers for the pass, the
+// fewest there are. (The backward needs the softmax; softmax_dropout recomputes it from x
+// and a log-sum-exp per row rather than writing it in the forward and reading it back.)
 //
 // The tutorial's LayerNorm is not the standard one. It divides by std + eps, where std is
 // the unbiased standard deviation (dividing by n - 1), and eps = 1e-12. The standard
@@ -230,7 +231,8 @@ bool softmax_dropout_lesson(Device device, DType dtype, const Shape& shape, doub
   const Measured fused_m = measure(device, [&] { gradients(fused); });
   print_side_by_side("", twin_m, fused_m);
   fmt::print("  The tutorial's version saves input, softmax and mask for the backward (three tensors);\n"
-             "  the fused op saves the softmax alone and draws the mask again from its seed.\n\n");
+             "  the fused op saves the input and one log-sum-exp per row, computes the softmax again\n"
+             "  from them and draws the mask again from its seed.\n\n");
   return ok;
 }
 

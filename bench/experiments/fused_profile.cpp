@@ -1,0 +1,42 @@
+// Experiment: the fused row ops at bench_gpu's reference shapes, forward then backward, a few
+// times each and nothing else, for a profiler to look at (Nsight Compute picks the kernels by
+// name). Not part of the build: docs/perf-notes.md's profiles of the normalization and
+// softmax_dropout kernels came from it. On the GPU machine, after a CUDA build in build-gpu:
+//
+//   g++ -std=c++17 -O2 -Ibuild-gpu/include -I.deps/root/usr/include bench/experiments/fused_profile.cpp \
+//     build-gpu/libminigrad.a -L.deps/root/usr/lib/x86_64-linux-gnu -lfmt -L/usr/local/cuda/lib64 \
+//     -lcublasLt -lcublas -lcudart -lpthread -o build-gpu/fused_profile
+//   ncu -k regex:'normalization|softmax_dropout' --launch-skip 6 --launch-count 6 \
+//     --section SpeedOfLight --section Occupancy --section WarpStateStats build-gpu/fused_profile
+//
+// Each op runs `repeats` times (argument 1, default 3): the first runs warm the caching
+// allocator, so a later launch is profiled as the benchmark times it.
+#include <cstdlib>
+
+#include <fmt/core.h>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/minigrad.h>
+
+using namespace minigrad;
+
+int main(int argc, char** argv) {
+  const int repeats = argc > 1 ? std::atoi(argv[1]) : 3;
+  const TensorOptions bf16 = TensorOptions(kBFloat16).device(Device::cuda());
+  manual_seed(7);
+  {
+    const int64_t rows = 16384, hidden = 4096;
+    const Tensor x = randn({rows, hidden}, bf16).requires_grad_();
+    const Tensor weight = randn({hidden}, bf16).requires_grad_();
+    const Tensor bias = randn({hidden}, bf16).requires_grad_();
+    const Tensor grad = randn({rows, hidden}, bf16);
+    for (int i = 0; i < repeats; ++i) layer_norm_gelu(x, {hidden}, weight, bias).backward(grad);
+  }
+  {
+    const Tensor scores = randn({4, 16, 1024, 1024}, bf16).requires_grad_();
+    const Tensor grad = randn(scores.sizes(), bf16);
+    for (int i = 0; i < repeats; ++i) softmax_dropout(scores, -1, 0.1).backward(grad);
+  }
+  cuda::synchronize();
+  fmt::print("fused_profile: {} runs of each op\n", repeats);
+  return 0;
+}
