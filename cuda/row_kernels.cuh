@@ -3,9 +3,10 @@
 // tensor along its last dim and then write it, elementwise (softmax, softmax with dropout,
 // the normalizations). The kernels themselves live with their op; this header has what
 // they share:
-//  - how a row is held: rows of up to kMaxRegisterRow elements stay in registers, at most
-//    kElementsPerThread a thread, from the load to the write, so each input is read once
-//    and each output written once. Up to kMaxWarpRow elements a warp holds a row
+//  - how a row is held: rows of up to kMaxRowThreads x kElementsPerThread elements (8192;
+//    a kernel that needs more registers an element asks for fewer a thread) stay in
+//    registers from the load to the write, so each input is read once and each output
+//    written once. Up to kWarpSize x kElementsPerThread elements (1024) a warp holds a row
 //    (kWarpsPerBlock rows a block: shuffles only, no barrier); longer rows get a block of
 //    just enough threads (64 to 256), so that many rows are in flight on each SM while
 //    their reductions wait on barriers. Longer rows still go to an op's "online" kernel, a
@@ -28,12 +29,10 @@
 namespace minigrad {
 namespace cuda {
 
-// Elements each thread holds in registers, at most.
+// Elements each thread holds in registers, at most (unless a kernel asks for fewer).
 constexpr int kElementsPerThread = 32;
-constexpr int64_t kMaxWarpRow = kWarpSize * kElementsPerThread;  // 1024
 constexpr int kWarpsPerBlock = 4;
 constexpr int kMaxRowThreads = 256;
-constexpr int64_t kMaxRegisterRow = kMaxRowThreads * kElementsPerThread;  // 8192
 constexpr int kOnlineThreads = 512;
 
 struct Plus {

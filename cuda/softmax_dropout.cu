@@ -12,9 +12,10 @@
 // writes dx, as it would read P, dy and write dx. The exponentials it redoes are
 // instructions, which the kernel has to spare while it waits on memory.
 //
-// The rows' layout and kernel choice are cuda/row_kernels.cuh's: rows of up to 8192 elements
-// in registers (each input read once, each output written once), longer ones two passes of
-// a block (online max and sum, then the write). Rows whose length or pointers do not allow
+// The rows' layout and kernel choice are cuda/row_kernels.cuh's, with at most 16 elements a
+// thread (kRowElementsPerThread): rows of up to 4096 elements in registers (each input read
+// once, each output written once), longer ones two passes of a block (online max and sum,
+// then the write). Rows whose length or pointers do not allow
 // 16-byte vectors also take the two-pass kernel, one element at a time: that keeps the
 // register kernels to the vector width alone (attention rows are multiples of 8 elements).
 //
@@ -331,7 +332,7 @@ __device__ __forceinline__ void recompute_probabilities(const RowOptions& o, con
   for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(p[e] - log_sum_exp2);
 }
 
-// dP = dy * keep / (1 - p_q) of element e of a vector, from its dy and the vector's keep bits.
+// dP = dy * keep / (1 - p_q) of element e of a vector, from its dy and the vector's decisions.
 template <typename acc_t, typename T, int kVec>
 __device__ __forceinline__ acc_t grad_probability(const RowOptions& o, T dy, const KeepWords<kVec>& keep, int e) {
   const acc_t g = convert_element<acc_t>(dy);
@@ -339,7 +340,7 @@ __device__ __forceinline__ acc_t grad_probability(const RowOptions& o, T dy, con
 }
 
 // The register path holds, per vector, P in compute_t<T> and dy as loaded with the vector's
-// keep bits (dP is one multiply from them).
+// keep decisions (dP is one multiply from them).
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
     softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x,

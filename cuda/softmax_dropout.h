@@ -38,7 +38,7 @@ void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const
 
 // grad_input = scale * P * (dP - sum(dP * P)), P = exp(scale * x + mask - L),
 // dP = grad * keep / (1 - p_q), in one pass over grad and x (contiguous, of one shape and
-// dtype) for rows of up to 8192 elements, two for longer ones.
+// dtype) for rows of up to 4096 elements, two for longer ones.
 void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
                                    const SoftmaxDropoutRows& rows, const Tensor& grad_input);
 

@@ -31,7 +31,7 @@
 // loop of its own that vectorizes (MG_CPU_CLONES) where the lane is contiguous: the logits
 // and their exponentials in the element type (float's exp is the vectorizable
 // fast_math::exp_float, as in ops/softmax.cpp), the lane's sums in double, the dropout mask
-// drawn once per group of 8.
+// drawn once per group of 8, a lane's groups by one loop over independent Philox calls.
 // The GPU takes the row kernels of cuda/softmax_dropout.cu along the last dim of a
 // contiguous x; another dim is moved last by a copy, and the kernel is told each element's
 // index in x's order, so the same elements are dropped on both devices.

@@ -285,6 +285,26 @@ TEST_CASE("softmax_dropout: a fully masked row gives zeros forward and backward,
   }
 }
 
+TEST_CASE("softmax_dropout: x and the mask are saved; changed in place before the backward, they are an error") {
+  manual_seed(8);
+  const Tensor leaf = randn({3, 5}, kFloat32).requires_grad_();
+  {
+    Tensor h = leaf * 2.0;
+    const Tensor y = softmax_dropout(h, -1, 0.1);
+    {
+      NoGradGuard no_grad;  // an update of a tensor with history, made outside the tape
+      h.mul_(3.0);
+    }
+    CHECK_THROWS_CONTAINING(y.sum().backward(), "was modified by an in-place op after it was saved");
+  }
+  {
+    Tensor mask = randn({5}, kFloat32);
+    const Tensor y = softmax_dropout(leaf, -1, 0.1, true, mask);
+    mask.mul_(3.0);
+    CHECK_THROWS_CONTAINING(y.sum().backward(), "was modified by an in-place op after it was saved");
+  }
+}
+
 TEST_CASE("softmax_dropout: p = 0 and training = false equal softmax of scale * x + mask and draw nothing") {
   manual_seed(6);
   const Tensor x = randn({3, 4, 6}, kFloat64);
