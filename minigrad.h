@@ -11,4 +11,6 @@
 #include <minigrad/core/print.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/core/tensor.h>
+#include <minigrad/nn/nn.h>
 #include <minigrad/ops/ops.h>
+#include <minigrad/optim/optim.h>

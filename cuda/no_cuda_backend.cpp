@@ -90,7 +90,8 @@ void multinomial_race_keys(const Tensor&, uint64_t, uint64_t, const Tensor&) { r
 void softmax_dropout_rows(const Tensor&, const SoftmaxDropoutRows&, const Tensor&, const Tensor&) {
   raise_no_cuda_backend("softmax_dropout");
 }
-void softmax_dropout_backward_rows(const Tensor&, const Tensor&, const SoftmaxDropoutRows&, const Tensor&) {
+void softmax_dropout_backward_rows(const Tensor&, const Tensor&, const Tensor&, const SoftmaxDropoutRows&,
+                                   const Tensor&) {
   raise_no_cuda_backend("softmax_dropout_backward");
 }
 // ---- end of softmax_dropout ----

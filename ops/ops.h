@@ -130,6 +130,30 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // ---- matmul (ops/matmul.cpp): 1-D, 2-D and batched with broadcast batch dims ----
 Tensor matmul(const Tensor& a, const Tensor& b);
 
+// ---- linear (ops/linear.cpp) ----
+// x W^T + b with PyTorch's layout: weight [out_features, in_features], x [..., in_features]
+// (or [in_features]), bias [out_features] or none; the result is [..., out_features].
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
+namespace composite {
+// matmul(x, weight^T) + bias on the tape.
+Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
+}  // namespace composite
+
+// ---- losses (ops/loss.cpp) ----
+// How a loss's per-element (or per-row) values are reduced: PyTorch's reduction argument.
+enum class Reduction { None, Mean, Sum };
+// logits [N, C], targets [N] int64 class indices. A row whose target is ignore_index adds
+// nothing (and is not counted by Mean); label_smoothing mixes the target distribution with
+// the uniform one, as PyTorch's does. Its backward is written by hand (once differentiable).
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0, Reduction reduction = Reduction::Mean);
+Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction = Reduction::Mean);
+namespace composite {
+// log_softmax + gather + mean on the tape.
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index = -100,
+                     double label_smoothing = 0.0, Reduction reduction = Reduction::Mean);
+}  // namespace composite
+
 // ---- softmax family (ops/softmax.cpp) ----
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor log_softmax(const Tensor& x, int64_t dim);

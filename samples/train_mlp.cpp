@@ -86,10 +86,11 @@ struct MLP {
   tensor_list parameters() const { return {w1, b1, w2, b2}; }
 };
 
-// Mean negative log-likelihood of the right class. Multiplying by the one-hot rows picks
-// each row's log-probability of its label without an indexing op; log_softmax rather than
-// log(softmax(...)) because it never takes the log of an underflowed 0.
-Tensor cross_entropy(const Tensor& logits, const Tensor& one_hot) {
+// Mean negative log-likelihood of the right class: cross-entropy, written out (the library's
+// is minigrad::cross_entropy, with its backward by hand). Multiplying by the one-hot rows
+// picks each row's log-probability of its label without an indexing op; log_softmax rather
+// than log(softmax(...)) because it never takes the log of an underflowed 0.
+Tensor mean_negative_log_likelihood(const Tensor& logits, const Tensor& one_hot) {
   return -(log_softmax(logits, 1) * one_hot).sum({1}).mean();
 }
 
@@ -189,7 +190,7 @@ int main(int argc, char** argv) {
 
   uint64_t mallocs_after_first_step = 0;
   for (int step = 1; step <= steps; ++step) {
-    Tensor loss = cross_entropy(model.forward(data.inputs), data.one_hot);
+    Tensor loss = mean_negative_log_likelihood(model.forward(data.inputs), data.one_hot);
     loss.backward();
     optimizer.step();
     if (step == 1 || step % log_every == 0)

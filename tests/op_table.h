@@ -430,6 +430,30 @@ inline const std::vector<OpInfo>& op_table() {
              [](S s) { return tensor_list{s.normal({2, 1, 2, 3}), s.normal({2, 3, 2})}; },
              [](T x) { return matmul(x[0], x[1]); }),
 
+      // ---- linear (ops/linear.cpp) ----
+      OpInfo("linear", [](S s) { return tensor_list{s.normal({2, 3, 4}), s.normal({5, 4}), s.normal({5})}; },
+             [](T x) { return linear(x[0], x[1], x[2]); }),
+      OpInfo("linear 1-D, no bias", [](S s) { return tensor_list{s.normal({4}), s.normal({3, 4})}; },
+             [](T x) { return linear(x[0], x[1]); }),
+
+      // ---- losses (ops/loss.cpp) ----
+      OpInfo("cross_entropy", [](S s) { return tensor_list{s.normal({4, 5}), s.indices({1, 0, 4, 2}, {4})}; },
+             [](T x) { return cross_entropy(x[0], x[1]); })
+          .once("CrossEntropy")
+          .no_empty(),
+      OpInfo("cross_entropy, ignore_index, label smoothing, sum",
+             [](S s) { return tensor_list{s.normal({4, 3}), s.indices({2, -1, 0, 1}, {4})}; },
+             [](T x) { return cross_entropy(x[0], x[1], -1, 0.2, Reduction::Sum); })
+          .once("CrossEntropy")
+          .no_empty(),
+      OpInfo("cross_entropy, no reduction", [](S s) { return tensor_list{s.normal({3, 4}), s.indices({3, 3, 0}, {3})}; },
+             [](T x) { return cross_entropy(x[0], x[1], -100, 0.0, Reduction::None); })
+          .once("CrossEntropy")
+          .no_empty(),
+      OpInfo("mse_loss", [](S s) { return tensor_list{s.normal({2, 3}), s.normal({2, 3})}; },
+             [](T x) { return mse_loss(x[0], x[1]); })
+          .empty_shape({}),
+
       // ---- softmax family (ops/softmax.cpp) ----
       OpInfo("softmax", [](S s) { return tensor_list{s.normal({2, 4})}; }, [](T x) { return softmax(x[0], 1); }),
       OpInfo("softmax over dim 0", [](S s) { return tensor_list{s.normal({3, 2})}; },
