@@ -1,5 +1,6 @@
 # minigrad: `make demo` runs the main job, `make test` builds and runs the tests.
-# Each target installs what it needs on a fresh Debian/Ubuntu machine (fmt, doctest).
+# Each target installs what it needs on a fresh Debian/Ubuntu machine (fmt, doctest,
+# nlohmann-json).
 BUILD ?= build
 SAN_BUILD ?= build-sanitize
 TSAN_BUILD ?= build-tsan
@@ -14,7 +15,7 @@ all: build
 # fmt and doctest from the distribution, installed only where missing.
 deps:
 	@missing=""; \
-	for p in libfmt-dev doctest-dev; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	for p in libfmt-dev doctest-dev nlohmann-json3-dev; do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \

@@ -2,6 +2,7 @@
 #include <minigrad/nn/modules.h>
 
 #include <cmath>
+#include <memory>
 
 #include <minigrad/autograd/grad_mode.h>
 #include <minigrad/core/error.h>
@@ -69,6 +70,11 @@ Tensor Embedding::forward(const Tensor& indices) { return embedding(weight, indi
 Dropout::Dropout(double p_) : p(p_) {
   MG_CHECK(p >= 0.0 && p < 1.0, "Dropout: p must be in [0, 1), got {}", p);
 }
+
+MLP::MLP(int64_t in_features, int64_t hidden_features, GeluApproximation approximate_)
+    : fc1(register_module("fc1", std::make_shared<Linear>(in_features, hidden_features))),
+      fc2(register_module("fc2", std::make_shared<Linear>(hidden_features, in_features))),
+      approximate(approximate_) {}
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor out = x;

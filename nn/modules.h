@@ -7,6 +7,7 @@
 //   Embedding(count, dim, padding_idx)  embedding; weight normal(0, 1), the padding row 0
 //   Dropout(p)                          dropout, in training only
 //   GELU(approximate)                   gelu
+//   MLP(in, hidden, approximate)        Linear, GELU, Linear: a transformer's feed-forward block
 //   Sequential                          its children's forwards in order
 #include <cstdint>
 #include <memory>
@@ -73,6 +74,17 @@ class GELU : public Module {
   explicit GELU(GeluApproximation approximate = GeluApproximation::None) : approximate(approximate) {}
   Tensor forward(const Tensor& x) override { return gelu(x, approximate); }
   std::string name() const override { return "GELU"; }
+  GeluApproximation approximate;
+};
+
+// The transformer's feed-forward block: fc2(gelu(fc1(x))), in_features -> hidden_features ->
+// in_features (GPT-2's is 768 -> 3072 -> 768 with the tanh GELU).
+class MLP : public Module {
+ public:
+  MLP(int64_t in_features, int64_t hidden_features, GeluApproximation approximate = GeluApproximation::None);
+  Tensor forward(const Tensor& x) override { return fc2->forward(gelu(fc1->forward(x), approximate)); }
+  std::string name() const override { return "MLP"; }
+  std::shared_ptr<Linear> fc1, fc2;
   GeluApproximation approximate;
 };
 

@@ -1,5 +1,9 @@
 // nn: the Module registry (names, counts, children), train/eval, to(), zero_grad, and each
 // layer's forward against the op it wraps, with its parameters and their gradients.
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -140,6 +144,14 @@ TEST_CASE("nn layers: each forward is its op on the module's parameters") {
     CHECK(equal(y, embedding(table.weight, ids, 9)));
   }
   {
+    nn::MLP block(6, 10, GeluApproximation::Tanh);
+    CHECK(names_of(block.named_parameters()) ==
+          std::vector<std::string>{"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"});
+    CHECK(block.num_parameters() == 6 * 10 + 10 + 10 * 6 + 6);
+    const Tensor hidden = gelu(linear(x, block.fc1->weight, block.fc1->bias), GeluApproximation::Tanh);
+    CHECK(equal(block.forward(x), linear(hidden, block.fc2->weight, block.fc2->bias)));
+  }
+  {
     nn::GELU tanh_gelu(GeluApproximation::Tanh);
     CHECK(equal(tanh_gelu.forward(x), gelu(x, GeluApproximation::Tanh)));
   }
@@ -153,4 +165,63 @@ TEST_CASE("nn: bad arguments are errors naming the module") {
   CHECK(gelu_module.num_parameters() == 0);
   nn::Module bare;
   CHECK_THROWS_CONTAINING(bare.forward(randn({2})), "Module has no forward of one tensor");
+}
+
+TEST_CASE("safetensors: a round trip keeps names, dtypes, shapes and values, and the file's bytes") {
+  manual_seed(1005);
+  const nn::NamedTensors tensors = {{"a.weight", randn({3, 5})},
+                                    {"b", randn({2}, kFloat64)},
+                                    {"half", randn({4, 1}).to(kBFloat16)},
+                                    {"f16", randn({3}).to(kFloat16)},
+                                    {"ids", from_vector<int64_t>({7, -1, 3}, {3})},
+                                    {"mask", from_vector<double>({1, 0}, {2}).to(kBool)},
+                                    {"empty", zeros({0, 3})},
+                                    {"scalar", full({}, 2.5)}};
+  const std::string path = "test_nn_roundtrip.safetensors", again = "test_nn_roundtrip_again.safetensors";
+  nn::save_safetensors(tensors, path);
+  const nn::NamedTensors loaded = nn::load_safetensors(path);
+  REQUIRE(loaded.size() == tensors.size());
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    CAPTURE(tensors[i].first);
+    CHECK(loaded[i].first == tensors[i].first);
+    CHECK(loaded[i].second.dtype() == tensors[i].second.dtype());
+    CHECK(loaded[i].second.sizes() == tensors[i].second.sizes());
+    CHECK(equal(loaded[i].second, tensors[i].second));
+  }
+  nn::save_safetensors(loaded, again);
+  auto bytes = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  const std::string first = bytes(path);
+  CHECK(first == bytes(again));
+  // The layout: 8 bytes of header length, the JSON header padded to 8, then the data.
+  uint64_t length = 0;
+  std::memcpy(&length, first.data(), 8);
+  CHECK(length % 8 == 0);
+  CHECK(first.substr(8, 13) == "{\"a.weight\":{");
+  CHECK(first.size() == 8 + length + (15 * 4 + 2 * 8 + 4 * 2 + 3 * 2 + 3 * 8 + 2 * 1 + 0 + 4));
+  std::remove(path.c_str());
+  std::remove(again.c_str());
+}
+
+TEST_CASE("nn::save and nn::load: a module's parameters and buffers by name, into the members") {
+  manual_seed(1006);
+  const std::string path = "test_nn_module.safetensors";
+  Block saved;
+  nn::save(saved, path);
+  Block restored;
+  CHECK(!equal(restored.fc->weight, saved.fc->weight));
+  nn::load(restored, path);
+  for (size_t i = 0; i < 3; ++i) CHECK(equal(restored.parameters()[i], saved.parameters()[i]));
+  CHECK(restored.fc->weight.requires_grad());
+  CHECK(restored.fc->weight.is_leaf());
+  nn::Linear other(4, 2);
+  CHECK_THROWS_CONTAINING(nn::load(other, path), "has no tensor named \"weight\"");
+  nn::save_safetensors({{"fc.weight", zeros({5, 3})}, {"fc.bias", zeros({2})}, {"scale", zeros({3})},
+                        {"steps", zeros({1})}},
+                       path);
+  CHECK_THROWS_CONTAINING(nn::load(restored, path), "\"fc.weight\" has shape [5, 3]");
+  std::remove(path.c_str());
+  CHECK_THROWS_CONTAINING(nn::load_safetensors("no_such_file.safetensors"), "safetensors: cannot open");
 }
