@@ -13,7 +13,20 @@ Tensor Module::forward(const Tensor&) {
   return Tensor();
 }
 
+// A name must be new among the module's own parameters, buffers and children: a second
+// registration under one name would make named_parameters() ambiguous.
+void Module::check_new_name(const std::string& name) const {
+  MG_CHECK(!name.empty() && name.find('.') == std::string::npos,
+           "{}: \"{}\" cannot name a parameter, buffer or child (empty, or with a '.')", this->name(), name);
+  bool taken = false;
+  for (const auto& p : parameters_) taken = taken || p.first == name;
+  for (const auto& b : buffers_) taken = taken || b.first == name;
+  for (const auto& c : children_) taken = taken || c.first == name;
+  MG_CHECK(!taken, "{}: the name \"{}\" is already registered", this->name(), name);
+}
+
 Tensor& Module::register_parameter(const std::string& name, Tensor& slot, Tensor value, bool requires_grad) {
+  check_new_name(name);
   MG_CHECK(value.defined(), "{}: register_parameter(\"{}\") got an undefined tensor", this->name(), name);
   MG_CHECK(is_floating(value.dtype()), "{}: parameter \"{}\" must be floating, got {}", this->name(), name,
            value.dtype());
@@ -23,15 +36,16 @@ Tensor& Module::register_parameter(const std::string& name, Tensor& slot, Tensor
 }
 
 Tensor& Module::register_buffer(const std::string& name, Tensor& slot, Tensor value) {
+  check_new_name(name);
+  MG_CHECK(value.defined(), "{}: register_buffer(\"{}\") got an undefined tensor", this->name(), name);
   slot = value.detach();
   buffers_.emplace_back(name, &slot);
   return slot;
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_new_name(name);
   MG_CHECK(module != nullptr, "{}: register_module(\"{}\") got a null module", this->name(), name);
-  for (const auto& child : children_)
-    MG_CHECK(child.first != name, "{}: a child module is already named \"{}\"", this->name(), name);
   children_.emplace_back(name, std::move(module));
 }
 

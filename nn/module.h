@@ -84,6 +84,7 @@ class Module {
   void add_child(const std::string& name, std::shared_ptr<Module> module);
 
  private:
+  void check_new_name(const std::string& name) const;
   void apply_to_tensors(std::optional<Device> device, std::optional<DType> dtype);
   void collect(std::vector<std::pair<std::string, Tensor>>& out, const std::string& prefix, bool buffers,
                bool recurse) const;

@@ -157,7 +157,19 @@ TEST_CASE("nn layers: each forward is its op on the module's parameters") {
   }
 }
 
+// Registers "weight" twice: the second is an error.
+class TwiceNamed : public nn::Module {
+ public:
+  TwiceNamed() {
+    register_parameter("weight", a, ones({1}));
+    register_buffer("weight", b, ones({1}));
+  }
+  std::string name() const override { return "TwiceNamed"; }
+  Tensor a, b;
+};
+
 TEST_CASE("nn: bad arguments are errors naming the module") {
+  CHECK_THROWS_CONTAINING(TwiceNamed(), "TwiceNamed: the name \"weight\" is already registered");
   CHECK_THROWS_CONTAINING(nn::Linear(0, 3), "Linear: in_features and out_features must be positive");
   CHECK_THROWS_CONTAINING(nn::Dropout(1.0), "Dropout: p must be in [0, 1), got 1");
   CHECK_THROWS_CONTAINING(nn::Embedding(4, 2, 4), "Embedding: padding_idx 4 is out of range for 4 embeddings");
