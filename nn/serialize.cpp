@@ -108,11 +108,18 @@ NamedTensors load_safetensors(const std::string& path) {
   return out;
 }
 
-void save(const Module& module, const std::string& path) {
+namespace {
+
+// What save writes and load fills: the parameters, then the buffers, by dotted name.
+NamedTensors state_of(const Module& module) {
   NamedTensors tensors = module.named_parameters();
   for (auto& named : module.named_buffers()) tensors.push_back(std::move(named));
-  save_safetensors(tensors, path);
+  return tensors;
 }
+
+}  // namespace
+
+void save(const Module& module, const std::string& path) { save_safetensors(state_of(module), path); }
 
 void load(Module& module, const std::string& path) {
   const NamedTensors file = load_safetensors(path);
@@ -122,9 +129,7 @@ void load(Module& module, const std::string& path) {
     return nullptr;
   };
   NoGradGuard no_grad;
-  NamedTensors targets = module.named_parameters();
-  for (auto& named : module.named_buffers()) targets.push_back(std::move(named));
-  for (auto& [name, target] : targets) {
+  for (auto& [name, target] : state_of(module)) {
     const Tensor* source = find(name);
     MG_CHECK(source != nullptr, "load: {} has no tensor named \"{}\"", path, name);
     MG_CHECK(source->sizes() == target.sizes(), "load: \"{}\" has shape {} in {}, the module's is {}", name,

@@ -141,6 +141,18 @@ class Lanes {
   Shape x_strides_, mask_strides_, index_strides_;
 };
 
+// The lanes of x along spec.dim, with the mask read at its broadcast strides (0 where absent).
+Lanes lanes_of(const Tensor& x, const SoftmaxDropoutSpec& spec) {
+  return Lanes(x, spec.mask.defined() ? broadcast_strides(spec.mask, x.sizes()) : Shape(x.sizes().size(), 0),
+               spec.dim);
+}
+
+// The mask's elements (bool, or the additive mask's dtype), or null without a mask.
+template <typename mask_t>
+const mask_t* mask_data(const SoftmaxDropoutSpec& spec) {
+  return spec.mask.defined() ? static_cast<const mask_t*>(spec.mask.raw_data()) : nullptr;
+}
+
 // ---- one lane's loops: each a function compiled per instruction set (MG_CPU_CLONES), so
 // that they vectorize where the lane is contiguous ----
 
@@ -251,10 +263,9 @@ template <typename scalar_t, typename mask_t>
 void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, const Tensor& y,
                            const Tensor& log_sum_exp) {
   const int64_t n = x.size(spec.dim);
-  const Lanes lanes(x, spec.mask.defined() ? broadcast_strides(spec.mask, x.sizes()) : Shape(x.sizes().size(), 0),
-                    spec.dim);
+  const Lanes lanes = lanes_of(x, spec);
   const scalar_t* px = x.data_ptr<scalar_t>();
-  const mask_t* pm = spec.mask.defined() ? static_cast<const mask_t*>(spec.mask.raw_data()) : nullptr;
+  const mask_t* pm = mask_data<mask_t>(spec);
   scalar_t* py = y.data_ptr<scalar_t>();
   scalar_t* pl = log_sum_exp.data_ptr<scalar_t>();
   const int64_t grain = std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(n, 1));
@@ -307,10 +318,9 @@ template <typename scalar_t, typename mask_t>
 void softmax_dropout_backward_lanes(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
                                     const SoftmaxDropoutSpec& spec, const Tensor& grad_input) {
   const int64_t n = x.size(spec.dim);
-  const Lanes lanes(x, spec.mask.defined() ? broadcast_strides(spec.mask, x.sizes()) : Shape(x.sizes().size(), 0),
-                    spec.dim);
+  const Lanes lanes = lanes_of(x, spec);
   const scalar_t* px = x.data_ptr<scalar_t>();
-  const mask_t* pm = spec.mask.defined() ? static_cast<const mask_t*>(spec.mask.raw_data()) : nullptr;
+  const mask_t* pm = mask_data<mask_t>(spec);
   const scalar_t* pg = grad.data_ptr<scalar_t>();
   const scalar_t* pl = log_sum_exp.data_ptr<scalar_t>();
   scalar_t* po = grad_input.data_ptr<scalar_t>();
