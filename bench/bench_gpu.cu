@@ -238,6 +238,46 @@ constexpr double kDropoutP = 0.1;
 const Shape kAttentionScores = {4, 16, 1024, 1024};  // (batch, heads, queries, keys)
 const int64_t kSweepHidden[] = {512, 1024, 2048, 4096, 8192, 16384, 32768};
 
+// One AdamW step (optim::AdamW::step) in float32 over GPT-2 124M's 124,439,808 parameters:
+//   op "adamw": one tensor of that many elements;
+//   op "adamw_gpt2_tensors": GPT-2's own 148 tensors (wte, wpe, 12 layers of 12, ln_f's 2),
+//     from 50257 x 768 down to 768 elements: the same bytes, cut as a model cuts them.
+// Both rows record the shape [124439808]. Floor: read p, g, m, v and write p, m, v, seven
+// float32 streams. The gradients are drawn once and reused; the first step, which creates
+// m and v, is taken before the timed ones.
+void adamw_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
+  const TensorOptions f32_gpu = TensorOptions(kFloat32).device(gpu);
+  const int64_t kEmbed = 768;
+  std::vector<Shape> gpt2 = {{50257, kEmbed}, {1024, kEmbed}};
+  for (int layer = 0; layer < 12; ++layer) {
+    const std::vector<Shape> block = {{kEmbed}, {kEmbed},                  // ln_1 weight, bias
+                                      {kEmbed, 3 * kEmbed}, {3 * kEmbed},  // attn.c_attn
+                                      {kEmbed, kEmbed}, {kEmbed},          // attn.c_proj
+                                      {kEmbed}, {kEmbed},                  // ln_2
+                                      {kEmbed, 4 * kEmbed}, {4 * kEmbed},  // mlp.c_fc
+                                      {4 * kEmbed, kEmbed}, {kEmbed}};     // mlp.c_proj
+    gpt2.insert(gpt2.end(), block.begin(), block.end());
+  }
+  gpt2.push_back({kEmbed});  // ln_f weight
+  gpt2.push_back({kEmbed});  // ln_f bias
+  int64_t total = 0;
+  for (const Shape& shape : gpt2) total += shape_numel(shape);
+  const double bytes = 7.0 * static_cast<double>(total) * 4.0;
+  auto step_row = [&](const char* op, const std::vector<Shape>& shapes) {
+    std::vector<Tensor> params;
+    for (const Shape& shape : shapes) {
+      params.push_back(randn(shape, f32_gpu).requires_grad_());
+      params.back().mutable_grad() = randn(shape, f32_gpu);
+    }
+    optim::AdamW adamw(params, optim::AdamWOptions{1e-3, 0.9, 0.999, 1e-8, 0.1});
+    adamw.step();
+    rows.push_back(memory_row(op, "minigrad", {total}, kFloat32, "full", bytes, ceilings, [&] { adamw.step(); }));
+  };  // the parameters, gradients and moments (2 GiB) die here
+  step_row("adamw", {Shape{total}});
+  step_row("adamw_gpt2_tensors", gpt2);
+  cuda::empty_cache();  // hands the 2 GiB back to the driver before the next rows
+}
+
 // The first numel(shape) elements of the contiguous `t`, as a contiguous tensor of that shape.
 Tensor leading_view(const Tensor& t, const Shape& shape) {
   int64_t n = 1;
@@ -338,6 +378,102 @@ void fused_rows(std::vector<Row>& rows, const Ceilings& ceilings, const Tensor& 
     const Tensor x = inputs_of(shape), grad = grad_of(shape);
     fused_op_rows(rows, "softmax_dropout", "minigrad", ceilings, {x}, grad,
                   [&](const tensor_list& in) { return softmax_dropout(in[0], -1, kDropoutP); });
+  }
+}
+
+// A GEMM-bound row: `flops` over the matmul ceiling is its floor.
+Row gemm_row(const std::string& op, const std::string& impl, const Shape& shape, const std::string& pass,
+             double flops, const Ceilings& ceilings, const std::function<void()>& work) {
+  Row r{op, impl, shape, "bfloat16", pass, {}, {}, {}, {}, {}, {}};
+  try {
+    cuda::reset_peak_stats();
+    const double ms = median_gpu_ms(work);
+    r.ms = ms;
+    r.tflops = flops / (ms * 1e-3) / 1e12;
+    if (ceilings.matmul_tflops) r.roofline = *r.tflops / *ceilings.matmul_tflops;
+    r.peak_mib = peak_mib_since_reset();
+  } catch (const std::exception& e) {
+    r.error = e.what();
+  }
+  return r;
+}
+
+// The linear layers, bf16, GELU in its tanh form (the one cuBLASLt's epilogue computes):
+//   linear_gelu [8192, 4096] -> 16384, against linear_no_bias, the same product with nothing
+//     around it (the bare GEMMs: one forward, two backward), and against its twin;
+//   mlp, GPT-2's feed-forward block: [8192, 768] -> 3072 -> 768, against its twin.
+// The shape field is [rows, in, out] ([rows, in, hidden, out] for mlp). The full pass is
+// forward + backward with every input requiring grad: three GEMMs per layer, 3x the FLOPs.
+void linear_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
+  const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
+  using Layer = std::function<Tensor(const tensor_list&)>;
+  auto pass_rows = [&](const char* op, const char* impl, const Shape& shape, double forward_flops,
+                       const tensor_list& inputs, const Tensor& dy, const Layer& f) {
+    rows.push_back(gemm_row(op, impl, shape, "fwd", forward_flops, ceilings, [&] { f(inputs); }));
+    tensor_list leaves;
+    for (const Tensor& t : inputs) leaves.push_back(t.detach().requires_grad_());
+    rows.push_back(gemm_row(op, impl, shape, "full", 3.0 * forward_flops, ceilings, [&] {
+      for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
+      f(leaves).backward(dy);
+    }));
+  };
+  constexpr auto kTanh = GeluApproximation::Tanh;
+  {
+    const int64_t m = 8192, k = 4096, n = 16384;
+    const Tensor x = randn({m, k}, bf16_gpu), w = randn({n, k}, bf16_gpu) * (1.0 / 64.0), b = randn({n}, bf16_gpu);
+    const Tensor dy = randn({m, n}, bf16_gpu);
+    const double flops = 2.0 * m * k * n;
+    const Shape shape = {m, k, n};
+    pass_rows("linear_no_bias", "minigrad", shape, flops, {x, w}, dy,
+              [](const tensor_list& t) { return linear(t[0], t[1]); });
+    pass_rows("linear_gelu", "minigrad", shape, flops, {x, w, b}, dy,
+              [&](const tensor_list& t) { return linear_gelu(t[0], t[1], t[2], kTanh); });
+    pass_rows("linear_gelu", "minigrad_composite", shape, flops, {x, w, b}, dy,
+              [&](const tensor_list& t) { return composite::linear_gelu(t[0], t[1], t[2], kTanh); });
+  }
+  {
+    const int64_t m = 8192, k = 768, hidden = 3072, n = 768;
+    const Tensor x = randn({m, k}, bf16_gpu);
+    const Tensor w1 = randn({hidden, k}, bf16_gpu) * 0.036, b1 = randn({hidden}, bf16_gpu);
+    const Tensor w2 = randn({n, hidden}, bf16_gpu) * 0.018, b2 = randn({n}, bf16_gpu);
+    const Tensor dy = randn({m, n}, bf16_gpu);
+    const double flops = 2.0 * m * k * hidden + 2.0 * m * hidden * n;
+    const Shape shape = {m, k, hidden, n};
+    pass_rows("mlp", "minigrad", shape, flops, {x, w1, b1, w2, b2}, dy,
+              [&](const tensor_list& t) { return mlp(t[0], t[1], t[2], t[3], t[4], kTanh); });
+    pass_rows("mlp", "minigrad_composite", shape, flops, {x, w1, b1, w2, b2}, dy,
+              [&](const tensor_list& t) { return composite::mlp(t[0], t[1], t[2], t[3], t[4], kTanh); });
+  }
+}
+
+// cross_entropy over a GPT-2-sized vocabulary: [8192, 50304] bf16 logits (824 MB, far past
+// the L2), random targets, the Mean reduction. Forward floor: read the logits once (the loss
+// is a few bytes). Full floor (forward + backward, the logits requiring grad, each run starting
+// with no .grad): read the logits and write their gradient, 2 x N x C x 2 bytes.
+void cross_entropy_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
+  constexpr int64_t kTokens = 8192, kVocab = 50304;
+  const Shape shape = {kTokens, kVocab};
+  const double logits_bytes = static_cast<double>(kTokens * kVocab) * 2.0;
+  const Tensor logits = randn(shape, TensorOptions(kBFloat16).device(gpu));
+  const Tensor targets = randint(kVocab, {kTokens}, TensorOptions(kInt64).device(gpu));
+  Tensor leaf = logits.detach().requires_grad_();
+  using Loss = std::function<Tensor(const Tensor&)>;
+  struct Case {
+    const char* impl;
+    Loss f;
+  };
+  const Case cases[] = {
+      {"minigrad", [&](const Tensor& x) { return cross_entropy(x, targets); }},
+      {"minigrad_composite", [&](const Tensor& x) { return composite::cross_entropy(x, targets); }},
+  };
+  for (const Case& c : cases) {
+    rows.push_back(memory_row("cross_entropy", c.impl, shape, kBFloat16, "fwd", logits_bytes, ceilings,
+                              [&] { c.f(logits); }));
+    rows.push_back(memory_row("cross_entropy", c.impl, shape, kBFloat16, "full", 2.0 * logits_bytes, ceilings, [&] {
+      leaf.mutable_grad() = Tensor();
+      c.f(leaf).backward();
+    }));
+    leaf.mutable_grad() = Tensor();  // would count in the next row's peak
   }
 }
 
@@ -457,6 +593,10 @@ int run(int argc, char** argv) {
                             [&] { add(x, bias); }));
 
   fused_rows(rows, ceilings, x, grad);
+  cross_entropy_rows(rows, ceilings, gpu);
+
+  // AdamW over GPT-2 124M's parameters: one tensor, and the model's 148.
+  adamw_rows(rows, ceilings, gpu);
 
   // ---- bf16 matmul: the matmul ceiling and row ----
   // 8192^3 through minigrad's matmul (cuBLAS underneath), on the two halves of x
@@ -486,6 +626,9 @@ int run(int argc, char** argv) {
   // instruction-heavy gelu row right after it ran at 0.91 of the copy rate, its kernel at
   // 0.94-1.00 in runs with no matmul before it). compare_pytorch.py times PyTorch's matmul
   // after its memory rows too.
+
+  // The linear layers' GEMMs, against the matmul ceiling just measured.
+  linear_rows(rows, ceilings, gpu);
 
   // ---- per-op overhead on the GPU ----
   {

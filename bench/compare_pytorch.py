@@ -39,6 +39,23 @@ DROPOUT_P = 0.1
 SCORES = (4, 16, 1024, 1024)
 PADDING_LENGTHS = (1024, 896, 768, 640)  # batch b attends to its first 1024 - 128 b keys
 SWEEP_HIDDEN = (512, 1024, 2048, 4096, 8192, 16384, 32768)
+# The training kit: linear_gelu [8192, 4096] -> 16384; GPT-2's feed-forward block [8192, 768]
+# -> 3072 -> 768; cross_entropy over GPT-2's padded vocabulary; AdamW on GPT-2 124M's parameters.
+LINEAR_GELU = (8192, 4096, 16384)
+MLP_SHAPE = (8192, 768, 3072, 768)
+CROSS_ENTROPY = (8192, 50304)
+GPT2_PARAMETERS = 124439808
+
+
+def gpt2_parameter_shapes():
+    """GPT-2 124M's parameter tensors, as bench_gpu lists them: 148 tensors, 124,439,808 floats."""
+    shapes = [(50257, 768), (1024, 768)]
+    for _ in range(12):
+        shapes += [(768,), (768,), (768, 2304), (2304,), (768, 768), (768,), (768,), (768,),
+                   (768, 3072), (3072,), (3072, 768), (768,)]
+    return shapes + [(768,), (768,)]
+
+
 FUSED_REFERENCE_CASES = 6  # fused_cases() lists the three normalizations and three softmax_dropout first
 TIMED_BUDGET_MS, MIN_RUNS, MAX_RUNS, WARMUP_RUNS = 300.0, 20, 300, 5
 MIB = 1024.0 * 1024.0
@@ -240,6 +257,108 @@ def measure(doc, use_compile, compile_budget_s, save):
 
     matmul_row("pytorch_eager", torch.matmul)
 
+    # ---- the training kit, as bench_gpu measures it (bf16 unless said): the linear layers
+    # against the matmul ceiling, cross_entropy against the copy ceiling, one AdamW step.
+    # Each case: (op, shape, f, inputs, wants_grad, dy, floor), f(*inputs) the forward; the
+    # full pass backpropagates dy (None: a scalar loss) into the inputs wants_grad marks;
+    # floor ("flops", forward FLOPs; the full pass 3x) or ("bytes", fwd, full).
+    def training_cases():
+        cases = []
+        def randn(*shape, scale=1.0):
+            return torch.randn(*shape, device=dev, dtype=torch.bfloat16, generator=gen) * scale
+        m, k, n = LINEAR_GELU
+        lx, lw, lb, ldy = randn(m, k), randn(n, k, scale=1 / 64), randn(n), randn(m, n)
+        lflops = 2 * m * k * n
+        cases.append(("linear_no_bias", (m, k, n), lambda x, w: F.linear(x, w), (lx, lw), (True, True), ldy,
+                      ("flops", lflops)))
+        cases.append(("linear_gelu", (m, k, n), lambda x, w, b: F.gelu(F.linear(x, w, b), approximate="tanh"),
+                      (lx, lw, lb), (True, True, True), ldy, ("flops", lflops)))
+        m, k, h, n = MLP_SHAPE
+        mx, w1, b1, w2, b2, mdy = randn(m, k), randn(h, k, scale=0.036), randn(h), randn(n, h, scale=0.018), \
+            randn(n), randn(m, n)
+        cases.append(("mlp", (m, k, h, n),
+                      lambda x, w1, b1, w2, b2: F.linear(F.gelu(F.linear(x, w1, b1), approximate="tanh"), w2, b2),
+                      (mx, w1, b1, w2, b2), (True,) * 5, mdy, ("flops", 2 * m * k * h + 2 * m * h * n)))
+        rows_, classes = CROSS_ENTROPY
+        logits = randn(rows_, classes)
+        targets = torch.randint(0, classes, (rows_,), device=dev, generator=gen)
+        ce_bytes = rows_ * classes * elem
+        cases.append(("cross_entropy", (rows_, classes), lambda z, t: F.cross_entropy(z, t), (logits, targets),
+                      (True, False), None, ("bytes", ce_bytes, 2 * ce_bytes)))
+        return cases
+
+    def training_rows(impl, op, shape, f, inputs, wants_grad, dy, floor):
+        leaves = [t.detach().requires_grad_() if w else t for t, w in zip(inputs, wants_grad)]
+
+        def full():
+            for leaf, w in zip(leaves, wants_grad):
+                if w:
+                    leaf.grad = None
+            out = f(*leaves)
+            out.backward(dy) if dy is not None else out.backward()
+        for pass_, work in (("fwd", lambda: f(*inputs)), ("full", full)):
+            try:
+                torch.cuda.synchronize()
+                torch.cuda.reset_peak_memory_stats()
+                ms = median_gpu_ms(torch, work)
+                peak = torch.cuda.max_memory_allocated() / MIB
+                if floor[0] == "flops":
+                    flops = floor[1] * (3 if pass_ == "full" else 1)
+                    tflops = flops / (ms * 1e-3) / 1e12
+                    new_rows.append(row(op, impl, shape, "bfloat16", pass_, ms=ms, tflops=tflops,
+                                        roofline=tflops / matmul_tflops, peak_mib=peak))
+                else:
+                    nbytes = floor[1] if pass_ == "fwd" else floor[2]
+                    new_rows.append(row(op, impl, shape, "bfloat16", pass_, ms=ms, gbps=nbytes / (ms * 1e-3) / 1e9,
+                                        roofline=nbytes / (copy_gbps * 1e9) * 1e3 / ms, peak_mib=peak))
+            except Exception as e:
+                failures.append(f"{op} {impl} {pass_}: {type(e).__name__}: {e}")
+                print(f"FAILED: {failures[-1]}")
+        for leaf in leaves:
+            leaf.grad = None
+
+    # One AdamW step (pass "full") on GPT-2 124M's parameter count in float32, as one tensor
+    # ("adamw") and as GPT-2's own tensors ("adamw_gpt2_tensors"): PyTorch's fused kernel
+    # (fused=True, its fastest) as the eager row. Floor: 7 float32 streams (read p, g, m, v;
+    # write p, m, v).
+    def adamw_params(as_gpt2):
+        shapes = gpt2_parameter_shapes() if as_gpt2 else [(GPT2_PARAMETERS,)]
+        params = [torch.randn(*s, device=dev, generator=gen).requires_grad_() for s in shapes]
+        for p in params:
+            p.grad = torch.randn(*p.shape, device=dev, generator=gen)
+        return params
+
+    def adamw_row(impl, op, step):
+        try:
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            ms = median_gpu_ms(torch, step)
+            nbytes = 7 * GPT2_PARAMETERS * 4
+            new_rows.append(row(op, impl, (GPT2_PARAMETERS,), "float32", "full", ms=ms,
+                                gbps=nbytes / (ms * 1e-3) / 1e9, roofline=nbytes / (copy_gbps * 1e9) * 1e3 / ms,
+                                peak_mib=torch.cuda.max_memory_allocated() / MIB))
+        except Exception as e:
+            failures.append(f"{op} {impl}: {type(e).__name__}: {e}")
+            print(f"FAILED: {failures[-1]}")
+
+    training = []
+    try:
+        training = training_cases()
+    except Exception as e:
+        failures.append(f"training ops' inputs: {type(e).__name__}: {e}")
+        print(f"FAILED: {failures[-1]}")
+    for case in training:
+        training_rows("pytorch_eager", *case)
+    for op, as_gpt2 in (("adamw", False), ("adamw_gpt2_tensors", True)):
+        try:
+            params = adamw_params(as_gpt2)
+            opt = torch.optim.AdamW(params, lr=1e-3, fused=True)
+            adamw_row("pytorch_eager", op, opt.step)
+            del opt, params
+        except Exception as e:
+            failures.append(f"{op} pytorch_eager: {type(e).__name__}: {e}")
+            print(f"FAILED: {failures[-1]}")
+
     # The per-op overhead: the chain of bench_gpu, host wall time with the final wait, per op.
     # Eager only: torch.compile would fuse the 2000 ops into one kernel, which measures the
     # compiler, not the cost of an op.
@@ -323,6 +442,24 @@ def measure(doc, use_compile, compile_budget_s, save):
         # The fused ops' reference shapes first (their rows are new), then the rows of the
         # ops before them, then the sweep.
         compile_fused(fused[:FUSED_REFERENCE_CASES])
+        for op, shape, f, inputs, wants_grad, dy, floor in training:
+            if time.monotonic() - t_start >= compile_budget_s:
+                print(f"note: torch.compile budget ({compile_budget_s:.0f} s) spent; skipping {op}")
+                continue
+            cf = torch.compile(f, dynamic=False)
+            try:
+                t0 = time.monotonic()
+                cf(*inputs)
+                leaves = [t.detach().requires_grad_() if w else t for t, w in zip(inputs, wants_grad)]
+                out = cf(*leaves)
+                out.backward(dy) if dy is not None else out.backward()
+                torch.cuda.synchronize()
+                print(f"torch.compile {op}: compiled in {time.monotonic() - t0:.1f} s")
+            except Exception as e:
+                failures.append(f"{op} pytorch_compile (compiling): {type(e).__name__}: {e}")
+                print(f"FAILED: {failures[-1]}")
+                continue
+            training_rows("pytorch_compile", op, shape, cf, inputs, wants_grad, dy, floor)
         compiled = [
             ("gelu", tutorial_gelu),
             ("gelu_tanh", lambda t: F.gelu(t, approximate="tanh")),
@@ -482,6 +619,28 @@ def check_targets(by_key):
                 others = [r for r in (get(op, i, pass_, shape) for i in ("pytorch_eager", "pytorch_compile")) if r]
                 ok = None if not (mg and others) else mg["ms"] < min(r["ms"] for r in others)
                 target(f"{op} {h} {pass_} faster than the faster of eager and compile", ok)
+
+    # The training kit.
+    for pass_ in ("fwd", "full"):
+        mg, bare = get("linear_gelu", "minigrad", pass_, LINEAR_GELU), get("linear_no_bias", "minigrad", pass_, LINEAR_GELU)
+        ok = None if not (mg and bare) else mg["ms"] <= 1.03 * bare["ms"]
+        got = f"{mg['ms'] / bare['ms']:.3f}" if ok is not None else "-"
+        target(f"linear_gelu {pass_} at most 1.03x the bare GEMMs (got {got})", ok)
+    for op, shape in (("linear_gelu", LINEAR_GELU), ("mlp", MLP_SHAPE)):
+        for pass_ in ("fwd", "full"):
+            mg = get(op, "minigrad", pass_, shape)
+            for impl in ("pytorch_eager", "pytorch_compile"):
+                other = get(op, impl, pass_, shape)
+                ok = None if not (mg and other) else mg["ms"] < other["ms"]
+                target(f"{op} {pass_} faster than {impl}", ok)
+    mg = get("cross_entropy", "minigrad", "full", CROSS_ENTROPY)
+    rl = mg and mg.get("roofline")
+    target(f"cross_entropy full roofline >= 0.85 (got {rl if rl is not None else '-'})",
+           None if rl is None else rl >= 0.85)
+    for op in ("adamw", "adamw_gpt2_tensors"):
+        mg = get(op, "minigrad", "full", (GPT2_PARAMETERS,), "float32")
+        rl = mg and mg.get("roofline")
+        target(f"{op} step roofline >= 0.90 (got {rl if rl is not None else '-'})", None if rl is None else rl >= 0.90)
 
     print(f"\ntargets ({TARGETS_DOC}):")
     for name, ok in results:

@@ -2,13 +2,10 @@
 // cublasGemmStridedBatchedEx for a batch, and no copies for the layouts cuBLAS reads in
 // place. Host code only (no kernels of its own), so the C++ compiler builds it.
 //
-// cuBLAS is column-major, minigrad row-major. A row-major matrix read as column-major is
-// its transpose, so out = a x b is computed as out^T = b^T x a^T: cuBLAS gets b first and
-// a second, each with the "no transpose" flag, and nothing moves. An operand that is a
-// transposed view (strides [1, ld], as .t() or .transpose(-1, -2) of a row-major matrix
-// gives) reads as column-major directly, and goes in with the transpose flag instead. That
-// is the path of matmul's backward: grad_a = grad x b^T and grad_b = a^T x grad take
-// transposed views of b and a, which cuBLAS reads where they are.
+// cuBLAS is column-major: out = a x b goes in as out^T = b^T x a^T, and a transposed view
+// goes in with the transpose flag (cuda/gemm_layout.h says how). That is the path of
+// matmul's backward: grad_a = grad x b^T and grad_b = a^T x grad take transposed views of b
+// and a, which cuBLAS reads where they are.
 //
 // A batch: the strided batched GEMM steps each operand by one stride per product, so an
 // operand's batch dims must merge into one (a contiguous batch does) or be broadcast
@@ -26,6 +23,7 @@
 
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/copy.h>
+#include <minigrad/cuda/gemm_layout.h>
 #include <minigrad/cuda/matmul.h>
 #include <minigrad/cuda/runtime.h>
 
@@ -43,27 +41,6 @@ struct GemmOperand {
   int64_t batch_stride = 0;            // elements from one product's matrix to the next; 0: broadcast
   Tensor copy;                         // the contiguous copy `data` points into, when one was needed
 };
-
-struct MatrixLayout {
-  cublasOperation_t op;
-  int64_t ld;
-};
-
-// How cuBLAS reads a rows x cols matrix with these strides in place, if it can: the
-// elements of a row adjacent and rows at least a row apart (row-major), or the same for
-// columns (column-major). A single row or column fits either way, with any leading
-// dimension that covers it.
-std::optional<MatrixLayout> matrix_layout(int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride) {
-  if (col_stride == 1 || cols == 1) {
-    const int64_t ld = rows == 1 ? cols : row_stride;
-    if (ld >= std::max<int64_t>(cols, 1)) return MatrixLayout{CUBLAS_OP_N, ld};
-  }
-  if (row_stride == 1 || rows == 1) {
-    const int64_t ld = cols == 1 ? rows : col_stride;
-    if (ld >= std::max<int64_t>(rows, 1)) return MatrixLayout{CUBLAS_OP_T, ld};
-  }
-  return std::nullopt;
-}
 
 // The one stride that steps through the batch shape `sizes` with these per-dim strides (0
 // when every dim is broadcast or of size 1), if the dims merge into one.
@@ -101,25 +78,16 @@ GemmOperand gemm_operand(const Tensor& t, const Shape& batch, int64_t rows, int6
   return {expanded.raw_data(), CUBLAS_OP_N, cols, rows * cols, expanded};
 }
 
-cudaDataType data_type(DType dtype) {
-  switch (dtype) {
-    case DType::Float64: return CUDA_R_64F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
-cublasComputeType_t compute_type(DType dtype) {
-  if (dtype == kFloat64) return CUBLAS_COMPUTE_64F;
-  if (dtype == kFloat32 && tf32_allowed.load()) return CUBLAS_COMPUTE_32F_FAST_TF32;
-  return CUBLAS_COMPUTE_32F;
-}
-
 }  // namespace
 
 void set_matmul_allow_tf32(bool allow) { tf32_allowed.store(allow); }
 bool matmul_allow_tf32() { return tf32_allowed.load(); }
+
+cublasComputeType_t gemm_compute_type(DType dtype) {
+  if (dtype == kFloat64) return CUBLAS_COMPUTE_64F;
+  if (dtype == kFloat32 && tf32_allowed.load()) return CUBLAS_COMPUTE_32F_FAST_TF32;
+  return CUBLAS_COMPUTE_32F;
+}
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
   const int64_t m = a.size(-2);
@@ -141,8 +109,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& out) {
     products = 1;
   }
 
-  const cudaDataType type = data_type(out.dtype());
-  const cublasComputeType_t compute = compute_type(out.dtype());
+  const cudaDataType type = gemm_data_type(out.dtype());
+  const cublasComputeType_t compute = gemm_compute_type(out.dtype());
   // alpha = 1, beta = 0, in the compute type: double for float64, float otherwise.
   const double one_double = 1.0, zero_double = 0.0;
   const float one_float = 1.0f, zero_float = 0.0f;

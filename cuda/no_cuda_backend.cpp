@@ -19,11 +19,14 @@
 // a program built against a CUDA build and linked against this one.
 #include <minigrad/core/allocator.h>
 #include <minigrad/core/error.h>
+#include <minigrad/cuda/blaslt.h>
 #include <minigrad/cuda/copy.h>
+#include <minigrad/cuda/cross_entropy.h>
 #include <minigrad/cuda/elementwise_stub.h>
 #include <minigrad/cuda/indexing.h>
 #include <minigrad/cuda/matmul.h>
 #include <minigrad/cuda/normalization.h>
+#include <minigrad/cuda/optim.h>
 #include <minigrad/cuda/random.h>
 #include <minigrad/cuda/reduce.h>
 #include <minigrad/cuda/softmax.h>
@@ -70,6 +73,10 @@ void normalization_backward(const char* op, const Tensor&, const Tensor&, const 
 void matmul(const Tensor&, const Tensor&, const Tensor&) { raise_no_cuda_backend("matmul"); }
 void set_matmul_allow_tf32(bool) { raise_no_cuda_backend("set_matmul_allow_tf32"); }
 bool matmul_allow_tf32() { raise_no_cuda_backend("matmul_allow_tf32"); }
+bool gemm_with_epilogue(const Tensor&, const Tensor&, const Tensor&, GemmEpilogue, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend("linear");
+}
+int64_t gemm_with_epilogue_fallbacks() { return 0; }
 
 void fill_uniform(const Tensor&, uint64_t, uint64_t) { raise_no_cuda_backend("rand"); }
 void fill_normal(const Tensor&, uint64_t, uint64_t) { raise_no_cuda_backend("randn"); }
@@ -95,6 +102,29 @@ void softmax_dropout_backward_rows(const Tensor&, const Tensor&, const Tensor&, 
   raise_no_cuda_backend("softmax_dropout_backward");
 }
 // ---- end of softmax_dropout ----
+
+// ---- cross_entropy ----
+void cross_entropy_count_targets(const Tensor&, int64_t, int64_t, const Tensor&) {
+  raise_no_cuda_backend("cross_entropy");
+}
+void cross_entropy_rows(const Tensor&, const Tensor&, const CrossEntropyRows&, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend("cross_entropy");
+}
+void cross_entropy_scale_grad(const Tensor&, const Tensor&) { raise_no_cuda_backend("cross_entropy_backward"); }
+// ---- end of cross_entropy ----
+
+// ---- optimizers ----
+void adamw_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+                const std::vector<Tensor>&, const std::vector<Tensor>&, const AdamWStep&) {
+  raise_no_cuda_backend("AdamW");
+}
+void sgd_step(const std::vector<Tensor>&, const std::vector<Tensor>&, const std::vector<Tensor>&,
+              const std::vector<Tensor>&, const SGDStep&) {
+  raise_no_cuda_backend("SGD");
+}
+Tensor sum_of_squares(const std::vector<Tensor>&) { raise_no_cuda_backend("clip_grad_norm_"); }
+void scale_(const std::vector<Tensor>&, double) { raise_no_cuda_backend("clip_grad_norm_"); }
+// ---- end of optimizers ----
 
 // The elementwise engine: the same entries as a CUDA build compiles (kernels/elementwise_list.h).
 MG_ELEMENTWISE_KERNELS(MG_STUB_ELEMENTWISE)

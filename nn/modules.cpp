@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 
 #include <minigrad/autograd/grad_mode.h>
 #include <minigrad/core/error.h>
@@ -75,6 +76,11 @@ MLP::MLP(int64_t in_features, int64_t hidden_features, GeluApproximation approxi
     : fc1(register_module("fc1", std::make_shared<Linear>(in_features, hidden_features))),
       fc2(register_module("fc2", std::make_shared<Linear>(hidden_features, in_features))),
       approximate(approximate_) {}
+
+Tensor MLP::forward(const Tensor& x) {
+  auto optional = [](const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; };
+  return mlp(x, fc1->weight, optional(fc1->bias), fc2->weight, optional(fc2->bias), approximate);
+}
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor out = x;

@@ -78,11 +78,13 @@ class GELU : public Module {
 };
 
 // The transformer's feed-forward block: fc2(gelu(fc1(x))), in_features -> hidden_features ->
-// in_features (GPT-2's is 768 -> 3072 -> 768 with the tanh GELU).
+// in_features (GPT-2's is 768 -> 3072 -> 768 with the tanh GELU). Its forward is the fused op
+// mlp on fc1's and fc2's parameters (on the GPU the bias, GELU and their gradients run in the
+// GEMMs' epilogues).
 class MLP : public Module {
  public:
   MLP(int64_t in_features, int64_t hidden_features, GeluApproximation approximate = GeluApproximation::None);
-  Tensor forward(const Tensor& x) override { return fc2->forward(gelu(fc1->forward(x), approximate)); }
+  Tensor forward(const Tensor& x) override;
   std::string name() const override { return "MLP"; }
   std::shared_ptr<Linear> fc1, fc2;
   GeluApproximation approximate;

@@ -108,6 +108,10 @@ struct GELU : Function<GELU> {
 
 Tensor gelu(const Tensor& x, GeluApproximation approximate) { return GELU::apply(x, approximate); }
 
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, GeluApproximation approximate) {
+  return GeluBackward::apply(grad, x, approximate);
+}
+
 Tensor Tensor::gelu() const { return minigrad::gelu(*this); }
 Tensor Tensor::gelu(GeluApproximation approximate) const { return minigrad::gelu(*this, approximate); }
 

@@ -11,11 +11,28 @@
 // and the backward recomputes softmax from it. Half-precision logits are computed in float32.
 // The composite twin is log_softmax + gather + mean on the tape.
 //
+// On CUDA (cuda/cross_entropy.cu) the forward is one kernel that reads each row of the logits
+// from memory once, computes its loss with an online softmax in float32 (double for float64
+// logits) and, when the logits require grad, writes their gradient in the same pass: the
+// gradient for dy = 1, with the reduction's weight folded in (1 / rows counted for Mean, a
+// count that stays on the device), in the logits' dtype. Why: the backward would read the
+// logits again, and for a vocabulary-sized [N, C] that read is the whole cost of the op;
+// writing the gradient while the row is at hand makes forward + backward one read of the
+// logits and one write of the gradient. The node then holds the gradient (the logits' size)
+// instead of the logits and lse; its backward multiplies it by dy in place, which for
+// loss.backward() (dy = 1) is one launch that touches nothing, and hands it over. Handed
+// over, it is gone: a second backward through the same node (retain_graph) is an error, and
+// composite::cross_entropy is the one to use for that. The targets are counted and
+// range-checked by one small kernel, whose out-of-range count is the one value the host reads
+// (as on the CPU, a bad target is an error, not a wrong loss).
+//
 // mse_loss is mean((input - target)^2) (or the sum, or each element): composed of ops, the
 // tape differentiates it.
 #include <optional>
+#include <utility>
 
 #include <minigrad/autograd/function.h>
+#include <minigrad/cuda/cross_entropy.h>
 #include <minigrad/ops/cpu_loops.h>
 #include <minigrad/ops/ops.h>
 
@@ -29,6 +46,13 @@ Tensor reduce(const Tensor& per_element, Reduction reduction) {
     case Reduction::Mean: return mean(per_element);
   }
   return per_element;
+}
+
+// cross_entropy's reduction of its per-row losses: Mean divides by the rows counted (valid),
+// not by N; 0 / 0 = NaN when every row is ignored, as in PyTorch.
+Tensor reduce_rows(const Tensor& rows, const Tensor& valid, Reduction reduction) {
+  if (reduction == Reduction::Mean) return sum(rows) / sum(valid.to(rows.dtype()));
+  return reduce(rows, reduction);
 }
 
 struct CrossEntropyOptions {
@@ -47,13 +71,43 @@ std::pair<Tensor, Tensor> valid_targets(const Tensor& targets, int64_t ignore_in
   return {valid, masked_fill(targets, logical_not(valid), 0.0)};
 }
 
+// Targets other than ignore_index must be class indices: an out-of-range index is an error
+// rather than a wrong loss.
+void check_targets_in_range(bool in_range, int64_t classes, int64_t ignore_index) {
+  MG_CHECK(in_range, "cross_entropy: a target is outside [0, {}) and is not ignore_index ({})", classes, ignore_index);
+}
+
+// The gradient from the logits, the targets, each row's lse and dy, with tensor ops: the CPU's
+// backward (and a CUDA node's whose forward wrote no gradient).
+Tensor gradient_by_ops(const Tensor& logits, const Tensor& targets, const Tensor& lse, const Tensor& dy,
+                       const CrossEntropyOptions& o) {
+  const Tensor x = computed(logits);
+  const auto [valid, safe_targets] = valid_targets(targets, o.ignore_index);
+  const int64_t classes = x.size(1);
+  const Tensor is_target = eq(safe_targets.unsqueeze(1), arange(classes, TensorOptions(kInt64).device(x.device())));
+  Tensor grad = exp(x - lse.unsqueeze(1)) - is_target.to(x.dtype()) * (1.0 - o.label_smoothing);
+  if (o.label_smoothing != 0.0) grad = grad - o.label_smoothing / static_cast<double>(classes);
+  // Each row's factor: dy (one for all rows, or one a row with None; divided by the rows
+  // counted with Mean), 0 for the ignored rows. With every row ignored the Mean loss is 0 / 0
+  // = NaN but nothing depends on the logits: their gradient is 0, as in PyTorch (the count is
+  // clamped to 1 so that 0 * (1 / 0) does not make it NaN).
+  const Tensor counted = valid.to(x.dtype());
+  const Tensor g = dy.to(x.dtype());
+  const Tensor scale = counted * (o.reduction == Reduction::Mean ? g / clamp_min(sum(counted), 1.0) : g);
+  return (grad * scale.unsqueeze(1)).to(logits.dtype());
+}
+
 struct CrossEntropy : Function<CrossEntropy> {
   static constexpr bool is_once_differentiable = true;
   struct State {
     CrossEntropyOptions options;
+    // CUDA: the gradient for dy = 1, written by the forward's kernel, until backward hands it over.
+    Tensor gradient;
+    bool gradient_handed_over = false;
   };
   static Tensor forward(Context& ctx, const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o) {
     ctx.state<State>().options = o;
+    if (logits.device().is_cuda()) return forward_cuda(ctx, logits, targets, o);
     const Tensor x = computed(logits);
     const auto [valid, safe_targets] = valid_targets(targets, o.ignore_index);
     const Tensor lse = logsumexp(x, {1});
@@ -62,32 +116,54 @@ struct CrossEntropy : Function<CrossEntropy> {
     if (o.label_smoothing != 0.0) rows = rows - mean(x, {1}) * o.label_smoothing;
     rows = where(valid, rows, 0.0);
     ctx.save_for_backward({logits, targets, lse});
+    return reduce_rows(rows, valid, o.reduction).to(logits.dtype());
+  }
+  static tensor_list backward(Context& ctx, tensor_list grads) {
+    State& s = ctx.state<State>();
+    MG_CHECK(!s.gradient_handed_over,
+             "cross_entropy: on CUDA the gradient is computed by the forward and handed over by the first backward, "
+             "so a second backward through the same call (retain_graph) has none left; call cross_entropy again, "
+             "or use composite::cross_entropy to backpropagate through one call more than once");
+    if (s.gradient.defined()) {
+      cuda::cross_entropy_scale_grad(s.gradient, grads[0].to(s.gradient.dtype()));
+      s.gradient_handed_over = true;
+      return {std::exchange(s.gradient, Tensor()), Tensor(), Tensor()};
+    }
+    const tensor_list saved = ctx.saved_tensors();
+    // The CPU's forward saved each row's lse; a CUDA forward that wrote no gradient saved only
+    // the logits and the targets.
+    const Tensor lse = saved.size() == 3 ? saved[2] : logsumexp(computed(saved[0]), {1});
+    return {gradient_by_ops(saved[0], saved[1], lse, grads[0], s.options), Tensor(), Tensor()};
+  }
+
+  // The CUDA forward: the loss, and the gradient when the logits require grad (forward runs
+  // under no_grad, so the context says whether a gradient is wanted: the node is recorded).
+  static Tensor forward_cuda(Context& ctx, const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o) {
+    const int64_t classes = logits.size(1);
+    // counts = {rows not ignored, targets out of range}.
+    const Tensor counts = empty({2}, TensorOptions(kInt64).device(logits.device()));
+    cuda::cross_entropy_count_targets(targets, classes, o.ignore_index, counts);
+    check_targets_in_range(counts.select(0, 1).item<int64_t>() == 0, classes, o.ignore_index);
+    const Tensor counted = counts.select(0, 0);
+    const Tensor x = logits.contiguous();
+    const DType loss_dtype = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
+    const Tensor rows = empty({x.size(0)}, TensorOptions(loss_dtype).device(x.device()));
+    Tensor gradient;
+    if (ctx.needs_input_grad(0)) gradient = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+    cuda::cross_entropy_rows(x, targets,
+                             {o.ignore_index, o.label_smoothing, o.reduction == Reduction::Mean ? counted : Tensor()},
+                             rows, gradient);
+    if (gradient.defined())
+      ctx.state<State>().gradient = gradient;
+    else
+      ctx.save_for_backward({logits, targets});
     Tensor loss;
     switch (o.reduction) {
       case Reduction::None: loss = rows; break;
       case Reduction::Sum: loss = sum(rows); break;
-      case Reduction::Mean: loss = sum(rows) / sum(valid.to(rows.dtype())); break;  // 0 / 0 = NaN: all ignored
+      case Reduction::Mean: loss = sum(rows) / counted.to(loss_dtype); break;  // 0 / 0 = NaN: all ignored
     }
     return loss.to(logits.dtype());
-  }
-  static tensor_list backward(Context& ctx, tensor_list grads) {
-    const tensor_list saved = ctx.saved_tensors();
-    const Tensor& logits = saved[0];
-    const CrossEntropyOptions& o = ctx.state<State>().options;
-    const Tensor x = computed(logits);
-    const auto [valid, safe_targets] = valid_targets(saved[1], o.ignore_index);
-    const int64_t classes = x.size(1);
-    const Tensor is_target = eq(safe_targets.unsqueeze(1), arange(classes, TensorOptions(kInt64).device(x.device())));
-    Tensor grad = exp(x - saved[2].unsqueeze(1)) - is_target.to(x.dtype()) * (1.0 - o.label_smoothing);
-    if (o.label_smoothing != 0.0) grad = grad - o.label_smoothing / static_cast<double>(classes);
-    Tensor scale = valid.to(x.dtype());  // [N]: 0 for the ignored rows
-    const Tensor g = grads[0].to(x.dtype());
-    switch (o.reduction) {
-      case Reduction::None: scale = scale * g; break;
-      case Reduction::Sum: scale = scale * g; break;
-      case Reduction::Mean: scale = scale * (g / sum(valid.to(x.dtype()))); break;
-    }
-    return {(grad * scale.unsqueeze(1)).to(logits.dtype()), Tensor(), Tensor()};
   }
 };
 
@@ -107,14 +183,13 @@ void check_cross_entropy(const Tensor& logits, const Tensor& targets, double lab
            label_smoothing);
 }
 
-// Targets other than ignore_index must be class indices: checked on the host (one
-// synchronization), as an out-of-range index is an error rather than a wrong loss.
+// The targets' range with tensor ops, read on the host (one synchronization on a GPU).
 void check_targets(const Tensor& targets, int64_t classes, int64_t ignore_index) {
   const Tensor valid = ne(targets, static_cast<double>(ignore_index));
   const bool in_range = logical_or(logical_not(valid), logical_and(ge(targets, 0.0), lt(targets, static_cast<double>(classes))))
                             .all()
                             .item<bool>();
-  MG_CHECK(in_range, "cross_entropy: a target is outside [0, {}) and is not ignore_index ({})", classes, ignore_index);
+  check_targets_in_range(in_range, classes, ignore_index);
 }
 
 }  // namespace
@@ -122,7 +197,8 @@ void check_targets(const Tensor& targets, int64_t classes, int64_t ignore_index)
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index, double label_smoothing,
                      Reduction reduction) {
   check_cross_entropy(logits, targets, label_smoothing);
-  check_targets(targets, logits.size(1), ignore_index);
+  // On CUDA the forward checks the targets with the kernel that counts them.
+  if (!logits.device().is_cuda()) check_targets(targets, logits.size(1), ignore_index);
   return CrossEntropy::apply(logits, targets, CrossEntropyOptions{ignore_index, label_smoothing, reduction});
 }
 
@@ -147,8 +223,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
   Tensor rows = -gather(log_p, 1, safe_targets.unsqueeze(1)).squeeze(1) * (1.0 - label_smoothing);
   if (label_smoothing != 0.0) rows = rows - mean(log_p, {1}) * label_smoothing;
   rows = where(valid, rows, 0.0);
-  Tensor loss = reduction == Reduction::Mean ? sum(rows) / sum(valid.to(rows.dtype())) : reduce(rows, reduction);
-  return loss.to(logits.dtype());
+  return reduce_rows(rows, valid, reduction).to(logits.dtype());
 }
 
 }  // namespace composite

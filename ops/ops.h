@@ -134,9 +134,24 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // x W^T + b with PyTorch's layout: weight [out_features, in_features], x [..., in_features]
 // (or [in_features]), bias [out_features] or none; the result is [..., out_features].
 Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
+enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf
+// gelu(linear(x, weight, bias)): on the GPU one cuBLASLt GEMM whose epilogue adds the bias
+// and applies GELU (the tanh form; the exact one runs the GELU kernel after the GEMM).
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
+                   GeluApproximation approximate = GeluApproximation::None);
+// The transformer's feed-forward block, linear(gelu(linear(x, w1, b1)), w2, b2): w1 [hidden,
+// in], w2 [out, hidden]. Its backward applies gelu' and sums b1's gradient in the epilogue
+// of the GEMM that computes the hidden layer's gradient.
+Tensor mlp(const Tensor& x, const Tensor& w1, const std::optional<Tensor>& b1, const Tensor& w2,
+           const std::optional<Tensor>& b2, GeluApproximation approximate = GeluApproximation::None);
 namespace composite {
 // matmul(x, weight^T) + bias on the tape.
 Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
+// gelu(matmul(x, weight^T) + bias), and the block of two, op by op on the tape.
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
+                   GeluApproximation approximate = GeluApproximation::None);
+Tensor mlp(const Tensor& x, const Tensor& w1, const std::optional<Tensor>& b1, const Tensor& w2,
+           const std::optional<Tensor>& b2, GeluApproximation approximate = GeluApproximation::None);
 }  // namespace composite
 
 // ---- losses (ops/loss.cpp) ----
@@ -187,8 +202,10 @@ double dropout_keep_scale(double p);
 
 // ---- activations: the tutorial's custom Functions (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
 Tensor relu(const Tensor& x);
-enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf
+// GeluApproximation: declared with linear_gelu above.
 Tensor gelu(const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
+// grad * gelu'(x) in one kernel: gelu's backward, itself differentiable.
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, GeluApproximation approximate = GeluApproximation::None);
 // log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's softplus).
 Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 

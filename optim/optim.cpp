@@ -1,15 +1,58 @@
-// The optimizers of optim/optim.h: each step a few in-place tensor ops per parameter.
+// The optimizers of optim/optim.h. On the CPU each step is a few in-place tensor ops per
+// parameter; on CUDA the parameters are grouped by device and dtype and each group is one
+// call into cuda/optim.h, whose kernels evaluate the same ops, in the same order, for many
+// tensors per launch.
 #include <minigrad/optim/optim.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
 
 #include <minigrad/autograd/grad_mode.h>
 #include <minigrad/core/error.h>
+#include <minigrad/cuda/optim.h>
 #include <minigrad/ops/ops.h>
 
 namespace minigrad {
 namespace optim {
+namespace {
+
+// The parameters with a gradient, split by how a step updates them: groups of CUDA
+// parameters of one device and dtype, each updated by one multi-tensor call, and the rest
+// (CPU parameters, and the rare layouts the kernels do not take), one at a time with tensor
+// ops.
+struct StepPlan {
+  std::vector<std::vector<size_t>> cuda_groups;
+  std::vector<size_t> one_at_a_time;
+};
+
+StepPlan plan_step(const std::vector<Tensor>& params) {
+  StepPlan plan;
+  std::map<std::pair<int, DType>, std::vector<size_t>> groups;  // ordered: the same launches every run
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Tensor& p = params[i];
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    // The kernels write a parameter through its flat memory and read its gradient in its own
+    // dtype; a view with gaps, or a gradient of another dtype or device (which the tensor ops
+    // convert, or refuse with a clear error), takes the tensor ops.
+    if (p.device().is_cuda() && p.is_contiguous() && g.device() == p.device() && g.dtype() == p.dtype())
+      groups[{p.device().index, p.dtype()}].push_back(i);
+    else
+      plan.one_at_a_time.push_back(i);
+  }
+  for (auto& entry : groups) plan.cuda_groups.push_back(std::move(entry.second));
+  return plan;
+}
+
+// The gradient as the kernels read it: contiguous (a copy where it is not; never written).
+Tensor contiguous_grad(const Tensor& p) {
+  const Tensor& g = p.grad();
+  return g.is_contiguous() ? g : g.contiguous();
+}
+
+}  // namespace
 
 Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
   MG_CHECK(lr >= 0.0, "optimizer: the learning rate must be at least 0, got {}", lr);
@@ -47,12 +90,45 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
 
 void SGD::step() {
   NoGradGuard no_grad;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (!params_[i].grad().defined()) continue;
+  const StepPlan plan = plan_step(params_);
+  const bool has_momentum = options_.momentum != 0.0;
+  for (const std::vector<size_t>& group : plan.cuda_groups) {
+    // Parameters whose momentum buffer is new take their first step (buf = g) in a launch of
+    // their own: usually all of them at step 1 and none after.
+    std::vector<size_t> first_step, later_step;
+    for (size_t i : group) {
+      Tensor& w = master(i);
+      if (has_momentum && !momentum_buffers_[i].defined()) {
+        momentum_buffers_[i] = empty_like(w);  // every element written by the first step
+        first_step.push_back(i);
+      } else {
+        later_step.push_back(i);
+      }
+    }
+    for (const std::vector<size_t>* indices : {&first_step, &later_step}) {
+      if (indices->empty()) continue;
+      std::vector<Tensor> params, masters, grads, buffers;
+      for (size_t i : *indices) {
+        params.push_back(params_[i]);
+        if (masters_[i].defined()) masters.push_back(masters_[i]);
+        grads.push_back(contiguous_grad(params_[i]));
+        if (has_momentum) buffers.push_back(momentum_buffers_[i]);
+      }
+      cuda::sgd_step(params, masters, grads, buffers,
+                     {lr_, options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov,
+                      indices == &first_step});
+      for (size_t i : *indices) {
+        bump_version(params_[i]);
+        if (masters_[i].defined()) bump_version(masters_[i]);
+        if (has_momentum) bump_version(momentum_buffers_[i]);
+      }
+    }
+  }
+  for (size_t i : plan.one_at_a_time) {
     Tensor& w = master(i);
     Tensor g = params_[i].grad().to(w.dtype());  // may be the gradient itself: never written
     if (options_.weight_decay != 0.0) g = g + w * options_.weight_decay;
-    if (options_.momentum != 0.0) {
+    if (has_momentum) {
       Tensor& buf = momentum_buffers_[i];
       if (!buf.defined())
         buf = g.clone();
@@ -82,15 +158,39 @@ void AdamW::step() {
   const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
   const double step_size = lr_ / bias_correction1;
   const double sqrt_bias_correction2 = std::sqrt(bias_correction2);
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (!params_[i].grad().defined()) continue;
+  const double decay = 1.0 - lr_ * options_.weight_decay;
+  const StepPlan plan = plan_step(params_);
+  for (const std::vector<size_t>& group : plan.cuda_groups) {
+    std::vector<Tensor> params, masters, grads, exp_avg, exp_avg_sq;
+    for (size_t i : group) {
+      Tensor& w = master(i);
+      if (!exp_avg_[i].defined()) {
+        exp_avg_[i] = zeros_like(w);
+        exp_avg_sq_[i] = zeros_like(w);
+      }
+      params.push_back(params_[i]);
+      if (masters_[i].defined()) masters.push_back(masters_[i]);
+      grads.push_back(contiguous_grad(params_[i]));
+      exp_avg.push_back(exp_avg_[i]);
+      exp_avg_sq.push_back(exp_avg_sq_[i]);
+    }
+    cuda::adamw_step(params, masters, grads, exp_avg, exp_avg_sq,
+                     {decay, options_.beta1, options_.beta2, step_size, sqrt_bias_correction2, options_.eps});
+    for (size_t i : group) {
+      bump_version(params_[i]);
+      if (masters_[i].defined()) bump_version(masters_[i]);
+      bump_version(exp_avg_[i]);
+      bump_version(exp_avg_sq_[i]);
+    }
+  }
+  for (size_t i : plan.one_at_a_time) {
     Tensor& w = master(i);
     const Tensor g = params_[i].grad().to(w.dtype());
     if (!exp_avg_[i].defined()) {
       exp_avg_[i] = zeros_like(w);
       exp_avg_sq_[i] = zeros_like(w);
     }
-    w.mul_(1.0 - lr_ * options_.weight_decay);
+    w.mul_(decay);
     exp_avg_[i].mul_(options_.beta1).add_(g, 1.0 - options_.beta1);
     exp_avg_sq_[i].mul_(options_.beta2).add_(g * g, 1.0 - options_.beta2);
     const Tensor denominator = sqrt(exp_avg_sq_[i]) / sqrt_bias_correction2 + options_.eps;
@@ -101,19 +201,44 @@ void AdamW::step() {
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   NoGradGuard no_grad;
+  // CUDA gradients of one device and dtype: one multi-tensor sum of squares, one scaling.
+  std::map<std::pair<int, DType>, std::vector<Tensor>> cuda_grads;
   Tensor total_square;  // on the gradients' device: one .item() at the end
-  for (const Tensor& p : params) {
-    if (!p.grad().defined()) continue;
-    const Tensor g = p.grad().to(kFloat64);
-    const Tensor square = sum(g * g);
+  auto add_square = [&total_square](const Tensor& square) {
     total_square = total_square.defined() ? total_square + square : square;
+  };
+  for (const Tensor& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (g.device().is_cuda()) {
+      cuda_grads[{g.device().index, g.dtype()}].push_back(g);
+      continue;
+    }
+    const Tensor g64 = g.to(kFloat64);
+    add_square(sum(g64 * g64));
+  }
+  for (const auto& entry : cuda_grads) {
+    std::vector<Tensor> contiguous;  // a copy of a strided gradient; the gradient itself otherwise
+    for (const Tensor& g : entry.second) contiguous.push_back(g.is_contiguous() ? g : g.contiguous());
+    add_square(cuda::sum_of_squares(contiguous));
   }
   if (!total_square.defined()) return 0.0;
   const double total = std::sqrt(total_square.item<double>());
   const double coefficient = max_norm / (total + 1e-6);
-  if (coefficient < 1.0)
-    for (const Tensor& p : params)
-      if (p.grad().defined()) Tensor(p.grad()).mul_(coefficient);
+  if (coefficient >= 1.0) return total;
+  for (const Tensor& p : params) {
+    const Tensor& g = p.grad();
+    if (!g.defined()) continue;
+    if (g.device().is_cuda() && g.is_contiguous()) continue;  // scaled below, many at a time
+    Tensor(g).mul_(coefficient);
+  }
+  for (const auto& entry : cuda_grads) {
+    std::vector<Tensor> contiguous;
+    for (const Tensor& g : entry.second)
+      if (g.is_contiguous()) contiguous.push_back(g);
+    cuda::scale_(contiguous, coefficient);
+    for (const Tensor& g : contiguous) bump_version(g);
+  }
   return total;
 }
 

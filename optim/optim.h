@@ -1,12 +1,21 @@
 #pragma once
 // Optimizers, gradient clipping and a learning-rate schedule, with PyTorch's names,
 // arguments and formulas (torch::optim::SGD, torch::optim::AdamW,
-// torch::nn::utils::clip_grad_norm_). Each step is written with tensor ops in place, under
-// NoGradGuard, one parameter at a time: the same code on the CPU and on the GPU.
+// torch::nn::utils::clip_grad_norm_).
+//
+// On the CPU each step is written with tensor ops in place, under NoGradGuard, one parameter
+// at a time: the reference, and the form to read first. On CUDA the parameters with a
+// gradient are grouped by device and dtype, and each group is updated by the multi-tensor
+// kernels of cuda/optim.h: one pass over each parameter's p, g and state per step, many
+// tensors per launch, with the same operations in the same order as the tensor ops, each
+// rounded as they round it. clip_grad_norm_ sums the squares of a group's gradients the same way, then scales
+// them in one more pass when clipping. A CUDA parameter that is not contiguous, or whose
+// gradient has another dtype, takes the tensor ops.
 //
 // Parameters of float16/bfloat16 are updated through a float32 copy kept in the optimizer's
 // state (the "master weights"): an update smaller than the parameter's rounding step would
-// otherwise be lost, and a long run's small steps with it.
+// otherwise be lost, and a long run's small steps with it. On CUDA the kernel writes the
+// rounded value into the parameter in the same pass as the update.
 #include <cstdint>
 #include <vector>
 

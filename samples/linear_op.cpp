@@ -12,8 +12,10 @@
 // values transposed. The fixed Function passes, and so does minigrad's linear, which keeps
 // PyTorch's layout (and so the tutorial's formula).
 //
-// Then one layer two ways, timed side by side: linear (the two products and a sum by hand,
-// in ops/linear.cpp) and the composite matmul + add that the tape differentiates op by op.
+// Then one layer timed side by side, each two ways: linear (the two products and a sum by
+// hand, in ops/linear.cpp) against the composite matmul + add that the tape differentiates
+// op by op; and the layer with its activation, linear_gelu (on the GPU the bias, GELU and
+// the bias gradient ride in cuBLASLt's GEMM epilogues) against matmul + add + gelu.
 //
 //   linear_op            on the GPU where one is present, else on the CPU
 //   linear_op cpu        on the CPU
@@ -130,7 +132,7 @@ int main(int argc, char** argv) {
   const TensorOptions options = TensorOptions(kFloat32).device(device);
   const Tensor input = randn({batch, in}, options).requires_grad_();
   const Tensor weight = (randn({out, in}, options) * 0.03).detach().requires_grad_();
-  const Tensor bias = zeros({out}, options).requires_grad_();
+  const Tensor bias = randn({out}, options).requires_grad_();
   const Tensor grad = randn({batch, out}, options);
   auto run = [&](const std::function<Tensor()>& layer) {
     return [&, layer] {
@@ -140,9 +142,15 @@ int main(int argc, char** argv) {
   };
   const double linear_ms = time_ms(device, run([&] { return linear(input, weight, bias); }));
   const double composite_ms = time_ms(device, run([&] { return composite::linear(input, weight, bias); }));
-  fmt::print("  {:<34} {:8.3f}\n  {:<34} {:8.3f}\n", "linear", linear_ms, "composite::linear (matmul + add)",
+  constexpr auto kTanh = GeluApproximation::Tanh;
+  const double linear_gelu_ms = time_ms(device, run([&] { return linear_gelu(input, weight, bias, kTanh); }));
+  const double composite_gelu_ms =
+      time_ms(device, run([&] { return composite::linear_gelu(input, weight, bias, kTanh); }));
+  fmt::print("  {:<46} {:8.3f}\n  {:<46} {:8.3f}\n", "linear", linear_ms, "composite::linear (matmul + add)",
              composite_ms);
-  fmt::print("  Both are one GEMM forward and two backward, and the GEMMs are most of the time: what a\n"
-             "  fused layer can still save is the passes around them (the bias, an activation).\n");
+  fmt::print("  {:<46} {:8.3f}\n  {:<46} {:8.3f}\n", "linear_gelu (tanh)", linear_gelu_ms,
+             "composite::linear_gelu (matmul + add + gelu)", composite_gelu_ms);
+  fmt::print("  Each is one GEMM forward and two backward, and the GEMMs are most of the time: what a\n"
+             "  fused layer saves is the passes around them (the bias, the activation, their gradients).\n");
   return ok ? 0 : 1;
 }

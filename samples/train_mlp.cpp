@@ -1,10 +1,12 @@
-// Lesson: training a real model with nothing but tensors, the tape and a loop.
+// Lesson: training a real model, written as a PyTorch user writes one: a Module holding the
+// parameters, the library's loss and optimizer, and the loop zero_grad, forward, backward, step.
 //
 // The dataset is two interleaved spirals, a classic that no straight line can separate: a
 // model has to bend its decision boundary around 1.5 turns. The model is a two-layer MLP
-// (2 -> 64 -> 2, tanh), the loss is cross-entropy written from log_softmax, and the
-// optimizer is SGD with momentum written out by hand. Everything the framework does for
-// us is the backward pass; everything else is visible here.
+// (2 -> 64 -> 2, tanh) built from nn::Linear, the loss is minigrad::cross_entropy (its
+// backward written by hand; on the GPU one fused kernel), and the optimizer is AdamW (on the
+// GPU one multi-tensor kernel for all four parameters). What the framework does is the
+// backward pass and the update; the model and the loop are all here.
 //
 //   train_mlp [--device cpu|cuda]     default: the GPU when one is present, else the CPU
 //
@@ -14,7 +16,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <utility>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include <fmt/core.h>
@@ -32,9 +35,8 @@ namespace {
 constexpr double kPi = 3.14159265358979323846;
 
 struct Dataset {
-  Tensor inputs;   // [n, 2] float32: the points
-  Tensor labels;   // [n] int64: which spiral, 0 or 1
-  Tensor one_hot;  // [n, 2] float32: labels as rows of the identity, for the loss
+  Tensor inputs;  // [n, 2] float32: the points
+  Tensor labels;  // [n] int64: which spiral, 0 or 1
 };
 
 // Two spirals of `points_per_class` points each. A point at position t in [0, 1) along its
@@ -49,7 +51,6 @@ Dataset two_spirals(int64_t points_per_class, double noise, double scale, Device
 
   std::vector<float> points(static_cast<size_t>(2 * n));
   std::vector<int64_t> labels(static_cast<size_t>(n));
-  std::vector<float> one_hot(static_cast<size_t>(2 * n), 0.f);
   for (int64_t i = 0; i < n; ++i) {
     const size_t k = static_cast<size_t>(i);
     const int64_t label = i < points_per_class ? 0 : 1;
@@ -59,74 +60,31 @@ Dataset two_spirals(int64_t points_per_class, double noise, double scale, Device
     points[2 * k] = static_cast<float>(scale * (radius * std::cos(angle) + noise * jitter[2 * k]));
     points[2 * k + 1] = static_cast<float>(scale * (radius * std::sin(angle) + noise * jitter[2 * k + 1]));
     labels[k] = label;
-    one_hot[2 * k + static_cast<size_t>(label)] = 1.f;
   }
-  return {from_vector(points, {n, 2}).to(device), from_vector(labels, {n}).to(device),
-          from_vector(one_hot, {n, 2}).to(device)};
+  return {from_vector(points, {n, 2}).to(device), from_vector(labels, {n}).to(device)};
 }
 
-// A leaf tensor of the given shape, drawn from N(0, std^2), that records gradients.
-Tensor parameter(const Shape& shape, double std, Device device) {
-  Tensor values = randn(shape, TensorOptions(kFloat32).device(device)) * std;
-  return values.requires_grad_();
-}
+// fc2(tanh(fc1(x))). The two layers are children of the module: named_parameters() finds
+// their weights and biases ("fc1.weight", ...), to() moves them, and the optimizer gets them
+// all from parameters(). nn::Linear draws its weights with PyTorch's default, uniform in
+// +-1/sqrt(fan_in): each pre-activation has a variance where tanh is neither flat
+// (saturated) nor a straight line.
+class SpiralNet : public nn::Module {
+ public:
+  SpiralNet(int64_t inputs, int64_t hidden, int64_t outputs)
+      : fc1(register_module("fc1", std::make_shared<nn::Linear>(inputs, hidden))),
+        fc2(register_module("fc2", std::make_shared<nn::Linear>(hidden, outputs))) {}
+  Tensor forward(const Tensor& x) override { return fc2->forward(tanh(fc1->forward(x))); }
+  std::string name() const override { return "SpiralNet"; }
 
-struct MLP {
-  Tensor w1, b1, w2, b2;
-
-  // LeCun/Xavier-style scaling, std = 1 / sqrt(fan_in): each pre-activation then has about
-  // unit variance, where tanh is neither flat (saturated) nor a straight line.
-  MLP(int64_t inputs, int64_t hidden, int64_t outputs, Device device)
-      : w1(parameter({inputs, hidden}, 1.0 / std::sqrt(static_cast<double>(inputs)), device)),
-        b1(zeros({hidden}, TensorOptions(kFloat32).device(device).requires_grad())),
-        w2(parameter({hidden, outputs}, 1.0 / std::sqrt(static_cast<double>(hidden)), device)),
-        b2(zeros({outputs}, TensorOptions(kFloat32).device(device).requires_grad())) {}
-
-  Tensor forward(const Tensor& x) const { return matmul(tanh(matmul(x, w1) + b1), w2) + b2; }
-  tensor_list parameters() const { return {w1, b1, w2, b2}; }
+  std::shared_ptr<nn::Linear> fc1, fc2;
 };
 
-// Mean negative log-likelihood of the right class: cross-entropy, written out (the library's
-// is minigrad::cross_entropy, with its backward by hand). Multiplying by the one-hot rows
-// picks each row's log-probability of its label without an indexing op; log_softmax rather
-// than log(softmax(...)) because it never takes the log of an underflowed 0.
-Tensor mean_negative_log_likelihood(const Tensor& logits, const Tensor& one_hot) {
-  return -(log_softmax(logits, 1) * one_hot).sum({1}).mean();
-}
-
-double accuracy(const MLP& model, const Dataset& data) {
+double accuracy(SpiralNet& model, const Dataset& data) {
   NoGradGuard no_grad;
   const Tensor predicted = argmax(model.forward(data.inputs), 1);
   return (predicted == data.labels).to(kFloat64).mean().item<double>();
 }
-
-// SGD with momentum: velocity = momentum * velocity + grad; p -= lr * velocity. The update
-// is not part of the model, so it runs under NoGradGuard: nothing is recorded, and the
-// in-place writes to leaves that require grad are allowed.
-class SGDMomentum {
- public:
-  SGDMomentum(tensor_list parameters, double lr, double momentum)
-      : parameters_(std::move(parameters)), lr_(lr), momentum_(momentum) {
-    for (const Tensor& p : parameters_) velocity_.push_back(zeros_like(p));
-  }
-
-  void step() {
-    NoGradGuard no_grad;
-    for (size_t i = 0; i < parameters_.size(); ++i) {
-      Tensor& p = parameters_[i];
-      velocity_[i].mul_(momentum_).add_(p.grad());
-      p.add_(velocity_[i], -lr_);
-      // backward adds into .grad; dropping it starts the next step from nothing.
-      p.mutable_grad() = Tensor();
-    }
-  }
-
- private:
-  tensor_list parameters_;
-  tensor_list velocity_;
-  double lr_;
-  double momentum_;
-};
 
 // The device to train on: the GPU when one is present (this build has the CUDA backend
 // and found a GPU), else the CPU; `--device cpu` or `--device cuda` says which.
@@ -177,20 +135,23 @@ int main(int argc, char** argv) {
   // over the range where unit-variance tanh units change quickly, so 64 of them can follow
   // the spiral arms; at radius 1 the same network needs many more steps.
   const Dataset data = two_spirals(500, 0.02, 3.0, device);
-  MLP model(2, 64, 2, device);
-  // Full batch, lr 0.1 and momentum 0.9 (an effective step of about 1 once the velocity
-  // has built up): converges in ~1000 steps on this data without diverging.
-  SGDMomentum optimizer(model.parameters(), 0.1, 0.9);
+  SpiralNet model(2, 64, 2);
+  model.to(device);
+  // Full batch, AdamW with lr 0.02 and its default weight decay: converges in well under
+  // 1000 steps on this data.
+  optim::AdamW optimizer(model.parameters(), optim::AdamWOptions{/*lr=*/0.02});
   const int steps = 1000;
   const int log_every = 100;
 
-  fmt::print("two spirals: {} points; MLP 2 -> 64 -> 2 (tanh); float32 on {}\n", data.inputs.size(0), device);
+  fmt::print("two spirals: {} points; MLP 2 -> 64 -> 2 (tanh), {} parameters; float32 on {}\n", data.inputs.size(0),
+             model.num_parameters(), device);
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
 
   uint64_t mallocs_after_first_step = 0;
   for (int step = 1; step <= steps; ++step) {
-    Tensor loss = mean_negative_log_likelihood(model.forward(data.inputs), data.one_hot);
+    optimizer.zero_grad();  // backward adds into .grad: each step starts from none
+    const Tensor loss = cross_entropy(model.forward(data.inputs), data.labels);
     loss.backward();
     optimizer.step();
     if (step == 1 || step % log_every == 0)

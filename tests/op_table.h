@@ -435,6 +435,28 @@ inline const std::vector<OpInfo>& op_table() {
              [](T x) { return linear(x[0], x[1], x[2]); }),
       OpInfo("linear 1-D, no bias", [](S s) { return tensor_list{s.normal({4}), s.normal({3, 4})}; },
              [](T x) { return linear(x[0], x[1]); }),
+      // out_features a multiple of 8: on the GPU the tanh form takes cuBLASLt's GELU epilogue.
+      OpInfo("linear_gelu tanh",
+             [](S s) { return tensor_list{s.normal({2, 3, 5}), s.normal({8, 5}), s.normal({8})}; },
+             [](T x) { return linear_gelu(x[0], x[1], x[2], GeluApproximation::Tanh); }),
+      OpInfo("linear_gelu exact, no bias", [](S s) { return tensor_list{s.normal({3, 4}), s.normal({5, 4})}; },
+             [](T x) { return linear_gelu(x[0], x[1]); })
+          .empty_inputs([](S s) { return tensor_list{s.normal({0, 4}), s.normal({5, 4})}; }, {0, 5}),
+      OpInfo("mlp tanh",
+             [](S s) {
+               return tensor_list{s.normal({3, 6}), s.normal({16, 6}), s.normal({16}), s.normal({4, 16}),
+                                  s.normal({4})};
+             },
+             [](T x) { return mlp(x[0], x[1], x[2], x[3], x[4], GeluApproximation::Tanh); })
+          .empty_inputs(
+              [](S s) {
+                return tensor_list{s.normal({0, 6}), s.normal({16, 6}), s.normal({16}), s.normal({4, 16}),
+                                   s.normal({4})};
+              },
+              {0, 4}),
+      OpInfo("mlp exact, no biases, 1-D", [](S s) { return tensor_list{s.normal({5}), s.normal({7, 5}), s.normal({3, 7})}; },
+             [](T x) { return mlp(x[0], x[1], std::nullopt, x[2], std::nullopt); })
+          .empty_inputs([](S s) { return tensor_list{s.normal({2, 0}), s.normal({7, 0}), s.normal({3, 7})}; }, {2, 3}),
 
       // ---- losses (ops/loss.cpp) ----
       OpInfo("cross_entropy", [](S s) { return tensor_list{s.normal({4, 5}), s.indices({1, 0, 4, 2}, {4})}; },

@@ -1,8 +1,10 @@
-// linear on the CPU: values against a double loop written here from the definition, values
-// and every gradient against the composite twin (matmul + add on the tape), gradcheck and
-// gradgradcheck, the gradients asked for and only those, odd shapes, and the errors. The
-// GPU's values and gradients against the CPU's, in every dtype, come from the op table
-// (tests/op_table.h).
+// linear, linear_gelu and mlp on the CPU: linear's values against a double loop written
+// here from the definition; values and every gradient of all three against their composite
+// twins (matmul, add and gelu on the tape); gradcheck and gradgradcheck; the gradients asked
+// for and only those; odd shapes; the errors. The GPU's values and gradients against the
+// CPU's, in every dtype, come from the op table (tests/op_table.h); the GPU's epilogue path
+// has its own suite (tests/test_cuda_linear.cpp).
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -130,4 +132,141 @@ TEST_CASE("linear: errors name the op and the argument") {
                           "linear: expected a floating-point tensor for argument 'input'");
   CHECK_THROWS_CONTAINING(linear(randn({}), randn({1, 1})), "linear: argument 'input' must have at least 1 dim");
   CHECK_THROWS_CONTAINING(composite::linear(x, randn({4, 2})), "linear: the last dim of 'input' (3)");
+}
+
+// ---- linear_gelu and mlp: their own Functions (saved pre-activation, backward by hand)
+// against the twins built from matmul, add and gelu on the tape ----
+
+namespace {
+
+const GeluApproximation kApproximations[] = {GeluApproximation::None, GeluApproximation::Tanh};
+
+// Runs f on fresh leaves holding `inputs`, backpropagates dy, returns the value and every
+// input's gradient (undefined inputs stay undefined and give none).
+tensor_list value_and_grads(const tensor_list& inputs, const Tensor& dy,
+                            const std::function<Tensor(const tensor_list&)>& f) {
+  tensor_list leaves;
+  for (const Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().requires_grad_() : Tensor());
+  const Tensor y = f(leaves);
+  y.backward(dy);
+  tensor_list out{y.detach()};
+  for (const Tensor& leaf : leaves)
+    if (leaf.defined()) out.push_back(leaf.grad());
+  return out;
+}
+
+std::optional<Tensor> maybe(const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; }
+
+}  // namespace
+
+TEST_CASE("linear_gelu: against its twin in value and every gradient, both GELU forms, with and without bias") {
+  manual_seed(904);
+  for (GeluApproximation approximate : kApproximations) {
+    for (const Case& c : kCases) {
+      for (bool with_bias : {true, false}) {
+        CAPTURE(shape_str(c.x));
+        CAPTURE(with_bias);
+        CAPTURE(static_cast<int>(approximate));
+        const Tensor x = randn(c.x, kFloat64), w = randn({c.out, c.x.back()}, kFloat64);
+        const Tensor b = with_bias ? randn({c.out}, kFloat64) : Tensor();
+        Shape out_shape = c.x;
+        out_shape.back() = c.out;
+        const Tensor dy = randn(out_shape, kFloat64);
+        const tensor_list f = value_and_grads({x, w, b}, dy, [&](const tensor_list& t) {
+          return linear_gelu(t[0], t[1], maybe(t[2]), approximate);
+        });
+        const tensor_list twin = value_and_grads({x, w, b}, dy, [&](const tensor_list& t) {
+          return composite::linear_gelu(t[0], t[1], maybe(t[2]), approximate);
+        });
+        REQUIRE(f.size() == twin.size());
+        for (size_t i = 0; i < f.size(); ++i) {
+          CAPTURE(i);
+          CHECK_ALLCLOSE(f[i], twin[i], 1e-12, 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("mlp: against its twin in value and every gradient, both GELU forms, with and without biases") {
+  manual_seed(905);
+  struct MlpCase {
+    Shape x;
+    int64_t hidden, out;
+  };
+  for (GeluApproximation approximate : kApproximations) {
+    for (const MlpCase& c : {MlpCase{{6}, 5, 3}, MlpCase{{4, 7}, 16, 5}, MlpCase{{2, 3, 4}, 9, 4}, MlpCase{{1, 3}, 1, 1}}) {
+      for (bool with_bias : {true, false}) {
+        CAPTURE(shape_str(c.x));
+        CAPTURE(with_bias);
+        CAPTURE(static_cast<int>(approximate));
+        const Tensor x = randn(c.x, kFloat64);
+        const Tensor w1 = randn({c.hidden, c.x.back()}, kFloat64), w2 = randn({c.out, c.hidden}, kFloat64);
+        const Tensor b1 = with_bias ? randn({c.hidden}, kFloat64) : Tensor();
+        const Tensor b2 = with_bias ? randn({c.out}, kFloat64) : Tensor();
+        Shape out_shape = c.x;
+        out_shape.back() = c.out;
+        const Tensor dy = randn(out_shape, kFloat64);
+        const tensor_list f = value_and_grads({x, w1, b1, w2, b2}, dy, [&](const tensor_list& t) {
+          return mlp(t[0], t[1], maybe(t[2]), t[3], maybe(t[4]), approximate);
+        });
+        const tensor_list twin = value_and_grads({x, w1, b1, w2, b2}, dy, [&](const tensor_list& t) {
+          return composite::mlp(t[0], t[1], maybe(t[2]), t[3], maybe(t[4]), approximate);
+        });
+        REQUIRE(f.size() == twin.size());
+        for (size_t i = 0; i < f.size(); ++i) {
+          CAPTURE(i);
+          CHECK_ALLCLOSE(f[i], twin[i], 1e-12, 1e-12);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("linear_gelu and mlp: gradcheck and gradgradcheck in float64") {
+  manual_seed(906);
+  const Tensor x = randn({2, 3}, kFloat64).requires_grad_();
+  const Tensor w1 = randn({4, 3}, kFloat64).requires_grad_(), b1 = randn({4}, kFloat64).requires_grad_();
+  const Tensor w2 = randn({2, 4}, kFloat64).requires_grad_(), b2 = randn({2}, kFloat64).requires_grad_();
+  for (GeluApproximation approximate : kApproximations) {
+    CAPTURE(static_cast<int>(approximate));
+    const auto layer = [approximate](const tensor_list& t) { return linear_gelu(t[0], t[1], t[2], approximate); };
+    const auto block = [approximate](const tensor_list& t) {
+      return mlp(t[0], t[1], t[2], t[3], t[4], approximate);
+    };
+    CHECK_GRADCHECK(layer, (tensor_list{x, w1, b1}));
+    CHECK_GRADGRADCHECK(layer, (tensor_list{x, w1, b1}));
+    CHECK_GRADCHECK(block, (tensor_list{x, w1, b1, w2, b2}));
+    CHECK_GRADGRADCHECK(block, (tensor_list{x, w1, b1, w2, b2}));
+  }
+}
+
+TEST_CASE("mlp: only the gradients asked for are computed") {
+  manual_seed(907);
+  const Tensor x = randn({3, 4}, kFloat64);
+  const Tensor w1 = randn({5, 4}, kFloat64), b1 = randn({5}, kFloat64).requires_grad_();
+  const Tensor w2 = randn({2, 5}, kFloat64).requires_grad_(), b2 = randn({2}, kFloat64);
+  mlp(x, w1, b1, w2, b2).sum().backward();
+  CHECK(b1.grad().defined());
+  CHECK(w2.grad().defined());
+  CHECK(!b2.grad().defined());
+  const Tensor b1_twin = b1.detach().requires_grad_(), w2_twin = w2.detach().requires_grad_();
+  composite::mlp(x, w1, b1_twin, w2_twin, b2).sum().backward();
+  CHECK_ALLCLOSE(b1.grad(), b1_twin.grad(), 1e-12, 1e-12);
+  CHECK_ALLCLOSE(w2.grad(), w2_twin.grad(), 1e-12, 1e-12);
+}
+
+TEST_CASE("linear_gelu and mlp: errors name the op and the argument") {
+  const Tensor x = randn({2, 3});
+  CHECK_THROWS_CONTAINING(linear_gelu(x, randn({4, 2})), "linear_gelu: the last dim of 'input' (3) must equal");
+  CHECK_THROWS_CONTAINING(mlp(x, randn({4, 2}), std::nullopt, randn({2, 4}), std::nullopt),
+                          "mlp: the last dim of 'input' (3) must equal in_features, the size of dim 1 of 'w1'");
+  CHECK_THROWS_CONTAINING(mlp(x, randn({4, 3}), std::nullopt, randn({2, 5}), std::nullopt),
+                          "mlp: argument 'w2' must be 2-D [out_features, hidden] with hidden = 4");
+  CHECK_THROWS_CONTAINING(mlp(x, randn({4, 3}), randn({3}), randn({2, 4}), std::nullopt),
+                          "mlp: argument 'b1' must be 1-D of out_features = 4");
+  CHECK_THROWS_CONTAINING(mlp(x, randn({4, 3}), std::nullopt, randn({2, 4}), randn({4})),
+                          "mlp: argument 'b2' must be 1-D of out_features = 2");
+  CHECK_THROWS_CONTAINING(mlp(x, randn({4, 3}), std::nullopt, randn({2, 4}, kFloat64), std::nullopt),
+                          "mlp: expected one dtype, but argument 'input' is float32 and argument 'w2' is float64");
 }

@@ -103,10 +103,15 @@ TEST_CASE("cross_entropy: gradcheck in float64; once differentiable") {
   CHECK_THROWS_CONTAINING((first[0] * first[0]).sum().backward(), "CrossEntropy.backward is once differentiable");
 }
 
-TEST_CASE("cross_entropy: every row ignored gives NaN with Mean (0 / 0, as PyTorch) and 0 with Sum") {
+TEST_CASE("cross_entropy: every row ignored gives NaN with Mean (0 / 0, as PyTorch) and 0 with Sum; the gradient "
+          "is 0 with both") {
   const Tensor x = randn({2, 3}, kFloat64).requires_grad_();
   const Tensor targets = from_vector<int64_t>({-100, -100}, {2});
-  CHECK(std::isnan(cross_entropy(x, targets).item<double>()));
+  const Tensor mean_loss = cross_entropy(x, targets);
+  CHECK(std::isnan(mean_loss.item<double>()));
+  mean_loss.backward();
+  CHECK(equal(x.grad(), zeros({2, 3}, kFloat64)));
+  Tensor(x).mutable_grad() = Tensor();
   const Tensor total = cross_entropy(x, targets, -100, 0.0, Reduction::Sum);
   CHECK(total.item<double>() == 0.0);
   total.backward();

@@ -1,0 +1,420 @@
+// cross_entropy on the GPU: one kernel computes each row's loss and, in the same launch, the
+// row's gradient; a second, small one scales the gradient by dy in the backward; a third counts
+// the targets (Mean's divisor) and checks their range.
+//
+// Per row i with target t (ops/loss.cpp has the formulas and the CPU reference):
+//   pass 1 reads the row once and folds each element into a running (max, sum of exp(x - max))
+//          pair ("online" softmax: the sum is rescaled whenever the maximum grows) and the row's
+//          sum of x (label smoothing's mean). One combine across the row's threads, then
+//          loss_i = max + log(sum) - (1 - eps) x_it - eps sum_x / C.
+//   pass 2 (when a gradient is wanted) reads the row again and writes
+//          grad_ij = w_i (exp(x_ij - max) / sum - (1 - eps) [j == t] - eps / C).
+// An ignored row reads nothing: its loss is 0 and its gradient row zeros.
+//
+// Why pass 2 reads the row again rather than keeping it. The rows that matter are long (a
+// vocabulary: 50304 bf16 = 100 KB a row): far more than registers hold (256 threads x 32
+// elements is 8192), and a copy in shared memory would cap an SM at two such rows while
+// costing a shared-memory write and read per element. Read again, the row comes from L2: a
+// long row has a block of up to 1024 threads, so at most two rows are in flight per SM (2048
+// threads), 264 on an H200's 132 SMs: 26 MB of bf16 rows of 50304, within its 60 MB L2. A short
+// row (a warp each) is back in L1 or L2 a few hundred cycles after its first read. So the
+// logits cross HBM once, the gradient once, and nothing else does: no float32 copy of the
+// logits, no softmax tensor. One kernel serves every row length (a warp per row up to
+// 4 vectors per lane, else a block), so each dtype compiles two kernels.
+//
+// Rows are C elements long, C anything: a row starts at a different offset from a 16-byte
+// boundary each (C = 50257 is odd). Each row is split into a head (the elements before its
+// first 16-byte boundary, one per thread), whole 16-byte vectors, and a tail, so that every row
+// is read as vectors. Pass 2 writes the gradient with the same split, which needs the gradient
+// rows to sit at the same offsets as the logits' rows: true unless the logits are a view that
+// starts off a 16-byte boundary, which then writes one element at a time.
+//
+// float16/bfloat16 and float32 compute in float, float64 in double. In float, exp(v) is
+// 2^(v log2 e) on the hardware's ex2.approx (kernels/fast_math.h): a full-precision expf is
+// about ten instructions, and the fold already spends about a dozen per element, near what a
+// bf16 row at the copy rate leaves. ex2.approx is within 2 ulp for the terms that matter and
+// flushes terms below 2^-126, which a sum of at least 1 (the maximum's own term) cannot show.
+//
+// Targets: ops/loss.cpp raises an error for a target outside [0, C) that is not ignore_index,
+// from count_targets's count; the row kernel, run after that check, still never reads outside
+// a row (such a target would give a NaN loss).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include <minigrad/core/dispatch.h>
+#include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/cross_entropy.h>
+#include <minigrad/cuda/row_kernels.cuh>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/cuda/vector.cuh>
+#include <minigrad/kernels/elementwise_functors.h>  // compute_t
+#include <minigrad/kernels/fast_math.h>
+
+namespace minigrad {
+namespace cuda {
+namespace {
+
+// Vectors each thread loads before using any: four 16-byte loads in flight per thread.
+constexpr int kUnroll = 4;
+// Rows of up to this many vectors per lane are held by a warp (bf16: C <= 1024), longer ones
+// by a block with about this many vectors per thread, within [kMinBlockThreads, kMaxBlockThreads].
+constexpr int64_t kVectorsPerLane = 4;
+constexpr int64_t kVectorsPerBlockThread = 4;
+constexpr int kMinBlockThreads = 64;
+// At most 1024 threads a block (64 registers a thread); 512 in double, whose fold needs more
+// than 64 registers.
+template <typename T>
+constexpr int kMaxBlockThreads = std::is_same_v<compute_t<T>, double> ? 512 : 1024;
+constexpr int kScaleThreads = 256;
+constexpr int kCountThreads = 256;
+constexpr int64_t kMaxGrid = 4096;  // grid-stride loops beyond that
+
+// e^v, v <= 0 (an element minus its row's maximum). See the top of the file for float.
+template <typename acc_t>
+__device__ __forceinline__ acc_t exp_of(acc_t v) {
+  if constexpr (std::is_same_v<acc_t, float>)
+    return fast_math::fast_exp2(v * 1.44269504088896340736f);
+  else
+    return exp(v);
+}
+
+// ---- one row: where its vectors are ----
+
+// A row of n elements starting at `row`: `head` elements up to the first 16-byte boundary,
+// then `vectors` whole 16-byte vectors; the rest (fewer than a vector) is the tail.
+struct RowSplit {
+  int64_t head;
+  int64_t vectors;
+};
+
+template <typename T>
+__device__ __forceinline__ RowSplit split_row(const T* row, int64_t n) {
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  const int64_t misaligned = static_cast<int64_t>(reinterpret_cast<uintptr_t>(row) % 16 / sizeof(T));
+  const int64_t head = ::min(n, misaligned == 0 ? int64_t{0} : kVec - misaligned);
+  return {head, (n - head) / kVec};
+}
+
+// ---- pass 1: the row's statistics ----
+
+template <typename acc_t>
+struct RowStats {
+  MaxSum<acc_t> max_sum;  // the maximum, and the sum of exp(x - maximum)
+  acc_t sum_x;            // the sum of the elements: label smoothing's mean
+};
+
+template <typename acc_t>
+struct CombineRowStats {
+  __device__ RowStats<acc_t> operator()(const RowStats<acc_t>& a, const RowStats<acc_t>& b) const {
+    return {CombineMaxSum<acc_t>{}(a.max_sum, b.max_sum), a.sum_x + b.sum_x};
+  }
+};
+
+// Folds K elements (a vector, or one) into s: one rescale of the running sum for the K.
+// fmax ignores a NaN in the maximum, and the NaN's own term then makes the sum NaN. While every
+// element so far is -inf (or NaN) the terms are taken against 0 instead of the maximum: a row
+// that starts with -inf would otherwise compute exp(-inf - -inf) = NaN.
+template <typename acc_t, int K>
+__device__ __forceinline__ void fold_values(RowStats<acc_t>& s, const acc_t (&v)[K]) {
+  acc_t group_max = v[0];
+#pragma unroll
+  for (int e = 1; e < K; ++e) group_max = fmax(group_max, v[e]);
+  const acc_t max = fmax(s.max_sum.max, group_max);
+  const acc_t shift = max == -INFINITY ? acc_t(0) : max;
+  acc_t sum = rescale(s.max_sum.sum, s.max_sum.max, max);
+#pragma unroll
+  for (int e = 0; e < K; ++e) {
+    sum += exp_of(v[e] - shift);
+    s.sum_x += v[e];
+  }
+  s.max_sum = {max, sum};
+}
+
+// This thread's share of the row's statistics: the head and tail elements one per thread, the
+// vectors every `threads`-th from `thread`, kUnroll loads at a time.
+template <typename T, typename acc_t = compute_t<T>>
+__device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int64_t n, int thread, int threads) {
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  using Vector = AlignedVector<T, kVec>;
+  RowStats<acc_t> s{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)};
+  auto fold_element = [&](int64_t j) {
+    const acc_t v[1] = {convert_element<acc_t>(x[j])};
+    fold_values(s, v);
+  };
+  auto fold_vector = [&](const Vector& loaded) {
+    acc_t v[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = convert_element<acc_t>(loaded.values[e]);
+    fold_values(s, v);
+  };
+  const RowSplit split = split_row(x, n);
+  if (thread < split.head) fold_element(thread);
+  const Vector* body = reinterpret_cast<const Vector*>(x + split.head);
+  int64_t k = thread;
+  for (; k + (kUnroll - 1) * threads < split.vectors; k += kUnroll * threads) {
+    Vector loaded[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) loaded[u] = body[k + u * threads];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) fold_vector(loaded[u]);
+  }
+  for (; k < split.vectors; k += threads) fold_vector(body[k]);
+  const int64_t tail = split.head + split.vectors * kVec;
+  if (tail + thread < n) fold_element(tail + thread);  // the tail is shorter than a vector: one each
+  return s;
+}
+
+// ---- pass 2: writing a row ----
+
+// out[j] = value(x[j], j) for the n elements of a row, x and out of one type. Vectorized: out
+// and x sit at the same offset from a 16-byte boundary, and the row goes as head, vectors,
+// tail; otherwise one element per thread. x may be out (scaling in place): each batch loads
+// all its vectors before it stores any, and a thread stores only what it loaded.
+template <typename T, typename Value>
+__device__ __forceinline__ void write_row(const T* x, T* out, int64_t n, bool vectorized, int64_t thread,
+                                          int64_t threads, Value value) {
+  using acc_t = compute_t<T>;
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  using Vector = AlignedVector<T, kVec>;
+  auto element = [&](int64_t j) { out[j] = convert_element<T>(value(convert_element<acc_t>(x[j]), j)); };
+  if (!vectorized) {
+    for (int64_t j = thread; j < n; j += threads) element(j);
+    return;
+  }
+  const RowSplit split = split_row(out, n);
+  if (thread < split.head) element(thread);
+  const Vector* in = reinterpret_cast<const Vector*>(x + split.head);
+  Vector* dst = reinterpret_cast<Vector*>(out + split.head);
+  auto store = [&](const Vector& loaded, int64_t k) {
+    const int64_t first = split.head + k * kVec;
+    Vector result;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e)
+      result.values[e] = convert_element<T>(value(convert_element<acc_t>(loaded.values[e]), first + e));
+    dst[k] = result;
+  };
+  int64_t k = thread;
+  for (; k + (kUnroll - 1) * threads < split.vectors; k += kUnroll * threads) {
+    Vector loaded[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) loaded[u] = in[k + u * threads];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) store(loaded[u], k + u * threads);
+  }
+  for (; k < split.vectors; k += threads) store(in[k], k);
+  const int64_t tail = split.head + split.vectors * kVec;
+  if (tail + thread < n) element(tail + thread);
+}
+
+// The gradient row of an ignored target: zeros, without reading the logits.
+template <typename T>
+__device__ __forceinline__ void zero_row(T* out, int64_t n, int thread, int threads) {
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  using Vector = AlignedVector<T, kVec>;
+  const T zero = convert_element<T>(compute_t<T>(0));
+  Vector zeros;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) zeros.values[e] = zero;
+  const RowSplit split = split_row(out, n);
+  if (thread < split.head) out[thread] = zero;
+  Vector* dst = reinterpret_cast<Vector*>(out + split.head);
+  for (int64_t k = thread; k < split.vectors; k += threads) dst[k] = zeros;
+  const int64_t tail = split.head + split.vectors * kVec;
+  if (tail + thread < n) out[tail + thread] = zero;
+}
+
+// ---- the kernels ----
+
+template <typename T>
+struct CrossEntropyArgs {
+  const T* logits;  // [rows, classes], contiguous
+  const int64_t* targets;
+  int64_t target_stride;
+  compute_t<T>* loss;           // [rows]
+  T* grad;                      // [rows, classes], contiguous; null: no gradient
+  const int64_t* counted_rows;  // Mean's divisor, on the device; null: weight 1
+  int64_t rows;
+  int64_t classes;
+  int64_t ignore_index;
+  compute_t<T> smoothing;
+  bool same_alignment;  // grad's rows at the same offsets from 16-byte boundaries as the logits'
+};
+
+// One row per warp (kWarpPerRow: kWarpsPerBlock rows a block) or per block.
+template <typename T, bool kWarpPerRow>
+__global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMaxBlockThreads<T>)
+    cross_entropy_kernel(const CrossEntropyArgs<T> a) {
+  using acc_t = compute_t<T>;
+  __shared__ RowStats<acc_t> partials[kWarpSize];
+  const RowThread<kWarpPerRow> me;
+  if (me.row >= a.rows) return;  // a whole warp, or the whole block: the combines see all their threads
+  const int64_t n = a.classes;
+  const T* x = a.logits + me.row * n;
+  T* grad = a.grad == nullptr ? nullptr : a.grad + me.row * n;
+  const int64_t target = a.targets[me.row * a.target_stride];
+  if (target == a.ignore_index) {
+    if (me.thread == 0) a.loss[me.row] = acc_t(0);
+    if (grad != nullptr) zero_row(grad, n, me.thread, me.threads_per_row);
+    return;
+  }
+  // The target's logit, loaded first so that its latency hides behind the row's.
+  acc_t picked = 0;
+  if (me.thread == 0) picked = target >= 0 && target < n ? convert_element<acc_t>(x[target]) : acc_t(NAN);
+
+  RowStats<acc_t> s = fold_row(x, n, me.thread, me.threads_per_row);
+  s = row_allreduce<kWarpPerRow>(s, CombineRowStats<acc_t>{},
+                                 RowStats<acc_t>{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)}, partials);
+  const acc_t max = s.max_sum.max;
+  const acc_t sum = s.max_sum.sum;
+  if (me.thread == 0) {
+    acc_t loss = max + log(sum) - (acc_t(1) - a.smoothing) * picked;
+    // Only with smoothing: a row with a -inf logit has sum_x = -inf, and 0 * -inf is NaN.
+    if (a.smoothing != acc_t(0)) loss -= a.smoothing * (s.sum_x / static_cast<acc_t>(n));
+    a.loss[me.row] = loss;
+  }
+  if (grad == nullptr) return;
+
+  // w (exp(x - max) / sum - (1 - eps) [j == t] - eps / C), with w / sum, w eps / C and
+  // w (1 - eps) taken once a row.
+  const acc_t weight = a.counted_rows == nullptr ? acc_t(1) : acc_t(1) / static_cast<acc_t>(*a.counted_rows);
+  const acc_t shift = max == -INFINITY ? acc_t(0) : max;  // as fold_values measured the terms
+  const acc_t probability_scale = weight / sum;
+  const acc_t uniform = weight * a.smoothing / static_cast<acc_t>(n);
+  const acc_t on_target = weight * (acc_t(1) - a.smoothing);
+  write_row(x, grad, n, a.same_alignment, me.thread, me.threads_per_row, [=](acc_t v, int64_t j) {
+    return exp_of(v - shift) * probability_scale - uniform - (j == target ? on_target : acc_t(0));
+  });
+}
+
+// grad times dy in place. A 0-dim dy (dy_stride 0): one factor, grad as one flat run of
+// elements, the whole grid over it. A [N] dy: a warp per row, each with its own factor. A
+// factor of 1 leaves its elements unread.
+template <typename T>
+__global__ void __launch_bounds__(kScaleThreads)
+    scale_grad_kernel(T* grad, const T* dy, int64_t dy_stride, int64_t rows, int64_t n) {
+  using acc_t = compute_t<T>;
+  if (dy_stride == 0) {
+    const acc_t factor = convert_element<acc_t>(dy[0]);
+    if (factor == acc_t(1)) return;
+    const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    write_row(grad, grad, rows * n, true, thread, static_cast<int64_t>(gridDim.x) * blockDim.x,
+              [=](acc_t v, int64_t) { return v * factor; });
+    return;
+  }
+  const int warps_per_block = blockDim.x / kWarpSize;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * warps_per_block;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * warps_per_block + threadIdx.x / kWarpSize; row < rows;
+       row += warps) {
+    const acc_t factor = convert_element<acc_t>(dy[row * dy_stride]);
+    if (factor == acc_t(1)) continue;
+    T* g = grad + row * n;
+    write_row(g, g, n, true, threadIdx.x % kWarpSize, kWarpSize, [=](acc_t v, int64_t) { return v * factor; });
+  }
+}
+
+// counts[0] += the targets that are not ignore_index, counts[1] += those outside [0, classes).
+__global__ void __launch_bounds__(kCountThreads)
+    count_targets_kernel(const int64_t* targets, int64_t stride, int64_t n, int64_t classes, int64_t ignore_index,
+                         unsigned long long* counts) {
+  unsigned long long counted = 0, out_of_range = 0;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = targets[i * stride];
+    if (t == ignore_index) continue;
+    ++counted;
+    if (t < 0 || t >= classes) ++out_of_range;
+  }
+  // Integer sums: the same whatever order the warps' atomics arrive in.
+  counted = warp_allreduce(counted, Plus{});
+  out_of_range = warp_allreduce(out_of_range, Plus{});
+  if (threadIdx.x % kWarpSize == 0) {
+    if (counted != 0) atomicAdd(&counts[0], counted);
+    if (out_of_range != 0) atomicAdd(&counts[1], out_of_range);
+  }
+}
+
+unsigned int grid_of(int64_t work, int64_t per_block) {
+  return static_cast<unsigned int>(std::clamp<int64_t>((work + per_block - 1) / per_block, 1, kMaxGrid));
+}
+
+}  // namespace
+
+void cross_entropy_count_targets(const Tensor& targets, int64_t classes, int64_t ignore_index, const Tensor& counts) {
+  const char* op = "cross_entropy (targets)";
+  DeviceGuard guard(targets.device().index);
+  const cudaStream_t stream = current_stream();
+  MG_CUDA_CHECK(cudaMemsetAsync(counts.raw_data(), 0, 2 * sizeof(int64_t), stream), op);
+  const int64_t n = targets.numel();
+  if (n == 0) return;
+  count_targets_kernel<<<grid_of(n, kCountThreads), kCountThreads, 0, stream>>>(
+      targets.data_ptr<int64_t>(), targets.stride(0), n, classes, ignore_index,
+      static_cast<unsigned long long*>(counts.raw_data()));
+  MG_CUDA_CHECK_LAUNCH(op);
+}
+
+void cross_entropy_rows(const Tensor& logits, const Tensor& targets, const CrossEntropyRows& options,
+                        const Tensor& loss_rows, const Tensor& grad) {
+  const char* op = "cross_entropy";
+  const int64_t rows = logits.size(0);
+  if (rows == 0) return;
+  DeviceGuard guard(logits.device().index);
+  const cudaStream_t stream = current_stream();
+  dispatch_floating(logits.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using acc_t = compute_t<T>;
+    CrossEntropyArgs<T> a;
+    a.logits = static_cast<const T*>(logits.raw_data());
+    a.targets = targets.data_ptr<int64_t>();
+    a.target_stride = targets.stride(0);
+    a.loss = static_cast<acc_t*>(loss_rows.raw_data());
+    a.grad = grad.defined() ? static_cast<T*>(grad.raw_data()) : nullptr;
+    a.counted_rows = options.counted_rows.defined() ? options.counted_rows.data_ptr<int64_t>() : nullptr;
+    a.rows = rows;
+    a.classes = logits.size(1);
+    a.ignore_index = options.ignore_index;
+    a.smoothing = static_cast<acc_t>(options.label_smoothing);
+    // The rows have one length, so if the first rows of logits and grad start at the same
+    // offset from a 16-byte boundary, every pair of rows does.
+    a.same_alignment =
+        a.grad == nullptr || (reinterpret_cast<uintptr_t>(a.logits) - reinterpret_cast<uintptr_t>(a.grad)) % 16 == 0;
+
+    constexpr int kVec = kElementsPer16Bytes<T>;
+    const int64_t vectors = (a.classes + kVec - 1) / kVec;
+    if (vectors <= kVectorsPerLane * kWarpSize) {
+      cross_entropy_kernel<T, true>
+          <<<blocks_for_rows(rows, kWarpsPerBlock, op), kWarpsPerBlock * kWarpSize, 0, stream>>>(a);
+    } else {
+      // Whole warps, about kVectorsPerBlockThread vectors each.
+      const int64_t per_warp = kVectorsPerBlockThread * kWarpSize;
+      const int64_t warps = (vectors + per_warp - 1) / per_warp;
+      const int threads =
+          static_cast<int>(std::clamp<int64_t>(warps * kWarpSize, kMinBlockThreads, kMaxBlockThreads<T>));
+      cross_entropy_kernel<T, false><<<blocks_for_rows(rows, 1, op), threads, 0, stream>>>(a);
+    }
+    MG_CUDA_CHECK_LAUNCH(op);
+  });
+}
+
+void cross_entropy_scale_grad(const Tensor& grad, const Tensor& dy) {
+  const char* op = "cross_entropy (backward)";
+  const int64_t rows = grad.size(0), n = grad.size(1);
+  if (grad.numel() == 0) return;
+  DeviceGuard guard(grad.device().index);
+  const cudaStream_t stream = current_stream();
+  const int64_t dy_stride = dy.dim() == 0 ? 0 : dy.stride(0);
+  dispatch_floating(grad.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    constexpr int kVec = kElementsPer16Bytes<T>;
+    const unsigned int grid = dy_stride == 0 ? grid_of(rows * n, int64_t{kScaleThreads} * kVec)
+                                             : grid_of(rows, kScaleThreads / kWarpSize);
+    scale_grad_kernel<T><<<grid, kScaleThreads, 0, stream>>>(static_cast<T*>(grad.raw_data()),
+                                                             static_cast<const T*>(dy.raw_data()), dy_stride, rows, n);
+    MG_CUDA_CHECK_LAUNCH(op);
+  });
+}
+
+}  // namespace cuda
+}  // namespace minigrad
