@@ -79,11 +79,14 @@ void set_preference(cublasLtMatmulPreference_t preference, cublasLtMatmulPrefere
                   "gemm_with_epilogue");
 }
 
-// What the heuristics' answer depends on.
+// What the heuristics' answer depends on. That includes the bias and aux pointers: the
+// heuristics read their alignment from the pointer values set on the descriptor, so an
+// algorithm chosen for a 256-byte-aligned bias is not reused for one aligned to 16 only.
 using PlanKey = std::tuple<int /*device*/, int /*dtype*/, int /*compute*/, int /*epilogue*/, int64_t /*m*/,
                            int64_t /*n*/, int64_t /*k*/, int /*op of a*/, int /*op of b*/, int64_t /*ld of a*/,
                            int64_t /*ld of b*/, uint32_t /*align of a*/, uint32_t /*align of b*/,
-                           uint32_t /*align of out*/>;
+                           uint32_t /*align of out*/, uint32_t /*align of bias, 0 without*/,
+                           uint32_t /*align of aux, 0 without*/>;
 
 struct Plan {
   bool supported = false;
@@ -141,7 +144,9 @@ bool gemm_with_epilogue(const Tensor& a, const Tensor& b, const Tensor& out, Gem
   const PlanKey key{out.device().index, static_cast<int>(out.dtype()), static_cast<int>(compute),
                     static_cast<int>(epilogue), m, n, k, static_cast<int>(a_layout->op),
                     static_cast<int>(b_layout->op), a_layout->ld, b_layout->ld, alignment_of(a.raw_data()),
-                    alignment_of(b.raw_data()), alignment_of(out.raw_data())};
+                    alignment_of(b.raw_data()), alignment_of(out.raw_data()),
+                    bias.defined() ? alignment_of(bias.raw_data()) : 0u,
+                    aux.defined() ? alignment_of(aux.raw_data()) : 0u};
   Plan plan;
   {
     std::lock_guard<std::mutex> lock(plans_mutex);

@@ -72,7 +72,8 @@ constexpr int kScaleThreads = 256;
 constexpr int kCountThreads = 256;
 constexpr int64_t kMaxGrid = 4096;  // grid-stride loops beyond that
 
-// e^v, v <= 0 (an element minus its row's maximum). See the top of the file for float.
+// e^v, v <= 0 (an element minus its row's maximum; any v once that maximum is +inf, where the
+// sum is +inf whatever the other terms are). See the top of the file for float.
 template <typename acc_t>
 __device__ __forceinline__ acc_t exp_of(acc_t v) {
   if constexpr (std::is_same_v<acc_t, float>)
@@ -116,14 +117,16 @@ struct CombineRowStats {
 // Folds K elements (a vector, or one) into s: one rescale of the running sum for the K.
 // fmax ignores a NaN in the maximum, and the NaN's own term then makes the sum NaN. While every
 // element so far is -inf (or NaN) the terms are taken against 0 instead of the maximum: a row
-// that starts with -inf would otherwise compute exp(-inf - -inf) = NaN.
+// that starts with -inf would otherwise compute exp(-inf - -inf) = NaN. Against 0 too once the
+// maximum is +inf, as logsumexp does on the CPU: the +inf element's term is then +inf, and so is
+// the row's sum and its lse, where exp(inf - inf) would make them NaN.
 template <typename acc_t, int K>
 __device__ __forceinline__ void fold_values(RowStats<acc_t>& s, const acc_t (&v)[K]) {
   acc_t group_max = v[0];
 #pragma unroll
   for (int e = 1; e < K; ++e) group_max = fmax(group_max, v[e]);
   const acc_t max = fmax(s.max_sum.max, group_max);
-  const acc_t shift = max == -INFINITY ? acc_t(0) : max;
+  const acc_t shift = isinf(max) ? acc_t(0) : max;
   acc_t sum = rescale(s.max_sum.sum, s.max_sum.max, max);
 #pragma unroll
   for (int e = 0; e < K; ++e) {
@@ -280,7 +283,9 @@ __global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMa
   // w (exp(x - max) / sum - (1 - eps) [j == t] - eps / C), with w / sum, w eps / C and
   // w (1 - eps) taken once a row.
   const acc_t weight = a.counted_rows == nullptr ? acc_t(1) : acc_t(1) / static_cast<acc_t>(*a.counted_rows);
-  const acc_t shift = max == -INFINITY ? acc_t(0) : max;  // as fold_values measured the terms
+  // As fold_values measured the terms, except for a +inf maximum: there the sum is +inf, and
+  // against the maximum the row's probabilities are 0 and NaN (at the +inf) as on the CPU.
+  const acc_t shift = max == -INFINITY ? acc_t(0) : max;
   const acc_t probability_scale = weight / sum;
   const acc_t uniform = weight * a.smoothing / static_cast<acc_t>(n);
   const acc_t on_target = weight * (acc_t(1) - a.smoothing);

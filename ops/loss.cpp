@@ -25,6 +25,12 @@
 // composite::cross_entropy is the one to use for that. The targets are counted and
 // range-checked by one small kernel, whose out-of-range count is the one value the host reads
 // (as on the CPU, a bad target is an error, not a wrong loss).
+// float16 is the exception: its forward writes no gradient, and the backward computes it from
+// the logits as the CPU does. float16 ends at 6e-8, and a gradient stored for dy = 1 has most
+// of a vocabulary's elements below that (w p with p ~ 1 / C and w = 1 / rows for Mean): they
+// would be stored as 0 and stay 0 when a loss scale (dy = 2^16) is meant to bring them back into
+// range. Computed with dy folded in, they are rounded once, as in PyTorch. bfloat16 has float's
+// range, and the extra rounding costs it at most one of its 8 bits.
 //
 // mse_loss is mean((input - target)^2) (or the sum, or each element): composed of ops, the
 // tape differentiates it.
@@ -130,14 +136,15 @@ struct CrossEntropy : Function<CrossEntropy> {
       return {std::exchange(s.gradient, Tensor()), Tensor(), Tensor()};
     }
     const tensor_list saved = ctx.saved_tensors();
-    // The CPU's forward saved each row's lse; a CUDA forward that wrote no gradient saved only
-    // the logits and the targets.
+    // The CPU's forward saved each row's lse; a CUDA forward that wrote no gradient (float16)
+    // saved only the logits and the targets.
     const Tensor lse = saved.size() == 3 ? saved[2] : logsumexp(computed(saved[0]), {1});
     return {gradient_by_ops(saved[0], saved[1], lse, grads[0], s.options), Tensor(), Tensor()};
   }
 
   // The CUDA forward: the loss, and the gradient when the logits require grad (forward runs
-  // under no_grad, so the context says whether a gradient is wanted: the node is recorded).
+  // under no_grad, so the context says whether a gradient is wanted: apply() sets it before
+  // calling forward when it records the node, and leaves it false when it records none).
   static Tensor forward_cuda(Context& ctx, const Tensor& logits, const Tensor& targets, const CrossEntropyOptions& o) {
     const int64_t classes = logits.size(1);
     // counts = {rows not ignored, targets out of range}.
@@ -149,7 +156,9 @@ struct CrossEntropy : Function<CrossEntropy> {
     const DType loss_dtype = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
     const Tensor rows = empty({x.size(0)}, TensorOptions(loss_dtype).device(x.device()));
     Tensor gradient;
-    if (ctx.needs_input_grad(0)) gradient = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+    // float16: no gradient for dy = 1, which would underflow (the top of the file says why).
+    if (ctx.needs_input_grad(0) && x.dtype() != kFloat16)
+      gradient = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
     cuda::cross_entropy_rows(x, targets,
                              {o.ignore_index, o.label_smoothing, o.reduction == Reduction::Mean ? counted : Tensor()},
                              rows, gradient);

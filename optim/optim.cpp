@@ -62,6 +62,11 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(
     MG_CHECK(params_[i].is_leaf(), "optimizer: parameter {} is not a leaf (it has a grad_fn): optimize the tensor "
                                    "it was computed from",
              i);
+    // A parameter listed twice (a weight shared by two modules, collected from both) would be
+    // stepped twice per step, and on the GPU updated by two blocks of one launch at once.
+    for (size_t j = 0; j < i; ++j)
+      MG_CHECK(!params_[i].is_same(params_[j]),
+               "optimizer: parameters {} and {} are the same tensor; list each parameter once", j, i);
   }
   masters_.resize(params_.size());
 }
@@ -203,9 +208,11 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   NoGradGuard no_grad;
   // CUDA gradients of one device and dtype: one multi-tensor sum of squares, one scaling.
   std::map<std::pair<int, DType>, std::vector<Tensor>> cuda_grads;
-  Tensor total_square;  // on the gradients' device: one .item() at the end
-  auto add_square = [&total_square](const Tensor& square) {
-    total_square = total_square.defined() ? total_square + square : square;
+  // Each device's sum of squares stays on its device until the end: one .item() per device.
+  std::map<std::pair<DeviceType, int>, Tensor> square_by_device;
+  auto add_square = [&square_by_device](const Tensor& square) {
+    Tensor& total = square_by_device[{square.device().type, square.device().index}];
+    total = total.defined() ? total + square : square;
   };
   for (const Tensor& p : params) {
     const Tensor& g = p.grad();
@@ -222,8 +229,10 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
     for (const Tensor& g : entry.second) contiguous.push_back(g.is_contiguous() ? g : g.contiguous());
     add_square(cuda::sum_of_squares(contiguous));
   }
-  if (!total_square.defined()) return 0.0;
-  const double total = std::sqrt(total_square.item<double>());
+  if (square_by_device.empty()) return 0.0;
+  double total_square = 0.0;
+  for (const auto& entry : square_by_device) total_square += entry.second.item<double>();
+  const double total = std::sqrt(total_square);
   const double coefficient = max_norm / (total + 1e-6);
   if (coefficient >= 1.0) return total;
   for (const Tensor& p : params) {

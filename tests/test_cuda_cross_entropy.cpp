@@ -1,8 +1,8 @@
 // cross_entropy on the GPU (cuda/cross_entropy.cu) against the CPU's on the same logits: class
 // counts covering both kernels (a warp per row up to 1024 bf16 classes, a block beyond) and
 // lengths that are no multiple of any vector width, so rows start off 16-byte boundaries;
-// every reduction, label smoothing, ignored rows, dy of 1, of 3 and per row (contiguous,
-// expanded, strided); the half types against float64; views of the logits that are not
+// every reduction, label smoothing, ignored rows, dy of 1, of 3, a loss scale of 2^10 and per
+// row (contiguous, expanded, strided); the half types against float64; views of the logits that are not
 // contiguous or start off a boundary; every row ignored; -inf logits; no gradient written when
 // none is wanted; the second backward's error; out-of-range targets; gradcheck in float64.
 // Outputs are compared at every element, with the allocator's cache filled with NaN first so
@@ -39,6 +39,8 @@ void poison_gpu_cache(int64_t elements) {
 enum class Dy {
   Plain,          // loss.backward(): dy = 1, the gradient handed over untouched
   Tripled,        // (loss * 3).backward(): a 0-dim dy of 3
+  Scaled,         // (loss * 1024).backward(): a loss scale, which must bring back gradients
+                  // below float16's range rather than scale their underflow to 0
   PerRow,         // None: a random [N] dy
   Summed,         // None: loss.sum().backward(), a [N] dy of ones expanded from one value
   PerRowStrided,  // None: a random [N] dy with stride 2
@@ -61,6 +63,7 @@ const std::vector<Case> kCases = {
     {"none, ignored, random dy", Reduction::None, 0.0, true, Dy::PerRow},
     {"none, smoothing, summed", Reduction::None, 0.1, false, Dy::Summed},
     {"none, smoothing, ignored, strided dy", Reduction::None, 0.1, true, Dy::PerRowStrided},
+    {"mean, ignored, loss scale", Reduction::Mean, 0.0, true, Dy::Scaled},
 };
 
 // Random targets in [0, classes); with_ignored sets rows 1, 4, 7, ... to kIgnore (so that a
@@ -85,6 +88,7 @@ Result run(const Tensor& logits, const Tensor& targets, const Case& c, const Ten
   switch (c.dy) {
     case Dy::Plain: loss.backward(); break;
     case Dy::Tripled: (loss * 3.0).backward(); break;
+    case Dy::Scaled: (loss * 1024.0).backward(); break;
     case Dy::PerRow: loss.backward(dy_pairs.select(1, 0).contiguous().to(device)); break;
     case Dy::Summed: loss.sum().backward(); break;
     case Dy::PerRowStrided: loss.backward(dy_pairs.to(device).select(1, 0)); break;
@@ -99,9 +103,9 @@ struct Tolerance {
 // float64: the two devices differ in the order of their sums. float32: both compute exp within
 // 2 ulp, and a sum of 65536 terms carries ~1e-6 of relative rounding; the gradient cancels at
 // the target (p - 1 with p near 1), so its error is absolute there. Half types, against
-// float64: each result rounds once to 8 (bfloat16) or 11 (float16) bits, twice when dy != 1
-// (the gradient for dy = 1 is stored, then scaled); float16's denormals below 6e-5 keep their
-// absolute spacing.
+// float64: each result rounds once to 8 (bfloat16) or 11 (float16) bits, bfloat16's gradient
+// twice when dy != 1 (the gradient for dy = 1 is stored, then scaled); float16's denormals
+// below 6e-5 keep their absolute spacing, 6e-8, which atol covers.
 Tolerance tolerance_of(DType dtype) {
   switch (dtype) {
     case kFloat64: return {1e-10, 1e-12, 1e-10, 1e-13};
@@ -220,28 +224,39 @@ TEST_CASE("cross_entropy on the GPU: every row ignored gives NaN with Mean, 0 wi
   }
 }
 
-TEST_CASE("cross_entropy on the GPU: -inf logits (masked classes) as on the CPU" *
+TEST_CASE("cross_entropy on the GPU: -inf logits (masked classes) and a +inf logit as on the CPU" *
           doctest::skip(!cuda_is_available())) {
   manual_seed(1304);
-  for (int64_t classes : {9, 1000, 4097}) {
-    for (double eps : {0.0, 0.1}) {
-      CAPTURE(classes);
-      CAPTURE(eps);
-      // Row 0 starts with a run of -inf, row 1 has every third class at -inf, row 2 none.
-      std::vector<double> v = (randn({3, classes}, kFloat64) * 3.0).to_vector<double>();
-      for (int64_t j = 0; j < classes; ++j) {
-        if (j < 8) v[static_cast<size_t>(j)] = -std::numeric_limits<double>::infinity();
-        if (j % 3 == 1) v[static_cast<size_t>(classes + j)] = -std::numeric_limits<double>::infinity();
+  // float32 as well as float64: float's exp is the hardware's ex2, which must give 0 for -inf.
+  for (DType dtype : {kFloat64, kFloat32}) {
+    for (int64_t classes : {9, 1000, 4097}) {
+      for (double eps : {0.0, 0.1}) {
+        CAPTURE(dtype);
+        CAPTURE(classes);
+        CAPTURE(eps);
+        // Row 0 starts with a run of -inf, row 1 has every third class at -inf, row 2 none; row 3
+        // has +inf at class 1 (an overflowed float16 logit): its lse is +inf, its loss +inf (NaN
+        // with smoothing: inf - inf), its gradient NaN at the +inf and finite elsewhere.
+        const double inf = std::numeric_limits<double>::infinity();
+        std::vector<double> v = (randn({4, classes}, kFloat64) * 3.0).to_vector<double>();
+        for (int64_t j = 0; j < classes; ++j) {
+          if (j < 8) v[static_cast<size_t>(j)] = -inf;
+          if (j % 3 == 1) v[static_cast<size_t>(classes + j)] = -inf;
+        }
+        v[static_cast<size_t>(3 * classes + 1)] = inf;
+        const Tensor x = from_vector<double>(v, {4, classes}).to(dtype);
+        const Tensor targets = from_vector<int64_t>({8, 0, 5, 2}, {4});  // finite classes
+        const Tensor gpu_leaf = x.to(kGpu).requires_grad_(), cpu_leaf = x.detach().requires_grad_();
+        const Tensor gpu_loss = cross_entropy(gpu_leaf, targets.to(kGpu), kIgnore, eps, Reduction::None);
+        const Tensor cpu_loss = cross_entropy(cpu_leaf, targets, kIgnore, eps, Reduction::None);
+        gpu_loss.sum().backward();
+        cpu_loss.sum().backward();
+        const Tolerance tol = tolerance_of(dtype);
+        // +inf where eps > 0 and a row has -inf.
+        CHECK_ALLCLOSE(gpu_loss.to(kCPU).to(kFloat64), cpu_loss.to(kFloat64), tol.loss_rtol, tol.loss_atol);
+        CHECK_ALLCLOSE(gpu_leaf.grad().to(kCPU).to(kFloat64), cpu_leaf.grad().to(kFloat64), tol.grad_rtol,
+                       tol.grad_atol);
       }
-      const Tensor x = from_vector<double>(v, {3, classes});
-      const Tensor targets = from_vector<int64_t>({8, 0, 5}, {3});  // unmasked classes
-      const Tensor gpu_leaf = x.to(kGpu).requires_grad_(), cpu_leaf = x.detach().requires_grad_();
-      const Tensor gpu_loss = cross_entropy(gpu_leaf, targets.to(kGpu), kIgnore, eps, Reduction::None);
-      const Tensor cpu_loss = cross_entropy(cpu_leaf, targets, kIgnore, eps, Reduction::None);
-      gpu_loss.sum().backward();
-      cpu_loss.sum().backward();
-      CHECK_ALLCLOSE(gpu_loss.to(kCPU), cpu_loss, 1e-10, 1e-12);  // +inf where eps > 0 and a row has -inf
-      CHECK_ALLCLOSE(gpu_leaf.grad().to(kCPU), cpu_leaf.grad(), 1e-10, 1e-13);
     }
   }
 }

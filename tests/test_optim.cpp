@@ -140,3 +140,9 @@ TEST_CASE("optimizers: errors name the optimizer and the argument") {
   bad.beta1 = 1.0;
   CHECK_THROWS_CONTAINING(optim::AdamW({p}, bad), "AdamW: betas must be in [0, 1), got (1, 0.999)");
 }
+
+TEST_CASE("optimizer: a parameter listed twice is an error") {
+  const Tensor w = randn({3}).requires_grad_();
+  CHECK_THROWS_CONTAINING(optim::SGD({w, randn({2}).requires_grad_(), w}, optim::SGDOptions{}),
+                          "optimizer: parameters 0 and 2 are the same tensor; list each parameter once");
+}
