@@ -200,6 +200,32 @@ double dropout_keep_scale(double p);
 }  // namespace composite
 // ---- end of dropout ----
 
+// ---- attention (ops/attention.cpp) ----
+// softmax(scale * q k^T + attn_mask) v with dropout on the probabilities, PyTorch's
+// scaled_dot_product_attention: q [B, Hq, Sq, D], k [B, Hk, Sk, D], v [B, Hk, Sk, Dv], any
+// strides with a contiguous last dim; the result [B, Hq, Sq, Dv]. attn_mask broadcasts to
+// [B, Hq, Sq, Sk]: bool (false masks out) or additive, of q's dtype, never requiring grad.
+// is_causal masks key j > query i (top-left aligned, as PyTorch), and may be combined with
+// attn_mask. scale defaults to 1 / sqrt(D). enable_gqa lets Hk divide Hq: query head h reads
+// key/value head h / (Hq / Hk). Dropout (dropout_p > 0) keeps or drops score (b, h, i, j)
+// exactly as softmax_dropout keys the [B, Hq, Sq, Sk] scores, from one reserved stream of
+// `generator`. A query whose every key is masked out gets zeros. On the CPU the scores are
+// never stored: the forward keeps the output and one log-sum-exp a query row. On the GPU it
+// runs as its twin for now (the scores stored), until its CUDA kernel is written.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const std::optional<Tensor>& attn_mask = std::nullopt, double dropout_p = 0.0,
+                                    bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                    bool enable_gqa = false, Generator* generator = nullptr);
+namespace composite {
+// The twin: softmax_dropout(q k^T, -1, dropout_p, true, attn_mask, is_causal, scale) v with
+// k and v repeated across the query heads that share them; the [B, Hq, Sq, Sk] scores stored.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const std::optional<Tensor>& attn_mask = std::nullopt, double dropout_p = 0.0,
+                                    bool is_causal = false, std::optional<double> scale = std::nullopt,
+                                    bool enable_gqa = false, Generator* generator = nullptr);
+}  // namespace composite
+// ---- end of attention ----
+
 // ---- activations: the tutorial's custom Functions (ops/relu.cpp, ops/gelu.cpp, ops/softplus.cpp) ----
 Tensor relu(const Tensor& x);
 // GeluApproximation: declared with linear_gelu above.

@@ -1,0 +1,74 @@
+// Lesson: when a custom op wins by not storing something. Attention.
+//
+// Attention is softmax(scale * Q K^T + mask) V with dropout on the probabilities. Written as
+// ops (the composite twin here: a matmul, softmax_dropout, a matmul), it materializes the
+// scores of every query against every key: a [Sq, Sk] matrix per head, S^2 numbers where Q,
+// K, V and the output are S x D each. At S = 4096 and D = 64 that is 64 times the size of
+// Q, and the tape keeps the probabilities for the backward.
+//
+// The fused op never stores it. Each query row folds the keys in a tile at a time into a
+// running maximum, a running sum of exponentials and a running weighted sum of values (the
+// "online softmax": when the maximum grows, the sums so far are rescaled), and keeps one
+// log-sum-exp per row for the backward, which recomputes the probabilities tile by tile
+// from Q, K and that number. More arithmetic, far less memory: O(S) extra instead of O(S^2).
+// ops/attention.cpp is the algorithm, written to be read.
+//
+// This program runs both on the CPU (on the GPU the op still runs as its twin: its CUDA
+// kernel is not written yet) and prints
+//   - that they compute the same thing: the output and dQ, dK, dV, the dropout included
+//     (both draw the same stream and drop the same scores);
+//   - time and memory of forward + backward side by side, and the size of one score matrix.
+//
+//   attention
+//
+// Exits non-zero if the two disagree.
+#include <cmath>
+
+#include <fmt/core.h>
+
+#include <minigrad/core/generator.h>
+#include <minigrad/minigrad.h>
+
+#include "samples/side_by_side.h"
+
+using namespace minigrad;
+using namespace minigrad::samples;
+
+int main() {
+  manual_seed(0);
+  const int64_t batch = 1, heads = 4, length = 512, head_dim = 64;
+  const double p = 0.1;
+  const Device device = kCPU;
+  fmt::print("attention, q k v [{}, {}, {}, {}] float32, causal, dropout {}, on {}\n", batch, heads, length, head_dim,
+             p, device.str());
+  const TensorOptions options = TensorOptions(kFloat32).device(device);
+  Tensor q = randn({batch, heads, length, head_dim}, options).requires_grad_();
+  Tensor k = randn({batch, heads, length, head_dim}, options).requires_grad_();
+  Tensor v = randn({batch, heads, length, head_dim}, options).requires_grad_();
+  const Tensor grad = randn({batch, heads, length, head_dim}, options);
+
+  using Attention = Tensor (*)(const Tensor&, const Tensor&, const Tensor&, const std::optional<Tensor>&, double, bool,
+                               std::optional<double>, bool, Generator*);
+  auto run = [&](Attention attention) {
+    for (Tensor* leaf : {&q, &k, &v}) leaf->mutable_grad() = Tensor();
+    Generator generator(1);  // both draw the same dropout stream
+    const Tensor out = attention(q, k, v, std::nullopt, p, /*is_causal=*/true, std::nullopt, false, &generator);
+    out.backward(grad);
+    return tensor_list{out.detach(), q.grad(), k.grad(), v.grad()};
+  };
+  const tensor_list fused = run(scaled_dot_product_attention);
+  const tensor_list twin = run(composite::scaled_dot_product_attention);
+  bool ok = agree("output", twin[0], fused[0], 1e-4);
+  ok = agree("grad q", twin[1], fused[1], 1e-3) && ok;
+  ok = agree("grad k", twin[2], fused[2], 1e-3) && ok;
+  ok = agree("grad v", twin[3], fused[3], 1e-3) && ok;
+
+  const Measured twin_m = measure(device, [&] { run(composite::scaled_dot_product_attention); });
+  const Measured fused_m = measure(device, [&] { run(scaled_dot_product_attention); });
+  print_side_by_side("", twin_m, fused_m);
+  const double scores_mib = static_cast<double>(batch * heads * length * length * 4) / (1024.0 * 1024.0);
+  fmt::print("  one [B, H, S, S] float32 score matrix is {:.1f} MiB; q is {:.1f} MiB. The twin allocates several\n"
+             "  score-sized tensors (scores, probabilities, their gradients); the fused op none.\n",
+             scores_mib, scores_mib * static_cast<double>(head_dim) / static_cast<double>(length));
+  return ok ? 0 : 1;
+}
