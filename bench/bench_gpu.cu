@@ -446,6 +446,28 @@ void linear_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
   }
 }
 
+// Attention's composite twin at (4, 16, 1024, 128) bf16: softmax_dropout(q k^T) v with the
+// [B, H, S, S] scores stored, the comparison the fused kernel is measured against (its rows
+// come with the CUDA kernel; until then scaled_dot_product_attention runs this twin on the
+// GPU). TFLOP/s counts 4 B H S^2 D forward and 2.5x that backward (3.5x for the full pass).
+void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
+  const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
+  const int64_t b = 4, h = 16, n = 1024, d = 128;
+  const Tensor q = randn({b, h, n, d}, bf16_gpu), k = randn({b, h, n, d}, bf16_gpu), v = randn({b, h, n, d}, bf16_gpu);
+  const Tensor dy = randn({b, h, n, d}, bf16_gpu);
+  const double flops = 4.0 * b * h * n * n * d;
+  const Shape shape = {b, h, n, d};
+  auto twin = [](const tensor_list& t) { return composite::scaled_dot_product_attention(t[0], t[1], t[2]); };
+  rows.push_back(gemm_row("scaled_dot_product_attention", "minigrad_composite", shape, "fwd", flops, ceilings,
+                          [&] { twin({q, k, v}); }));
+  tensor_list leaves = {q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
+  rows.push_back(gemm_row("scaled_dot_product_attention", "minigrad_composite", shape, "full", 3.5 * flops, ceilings,
+                          [&] {
+                            for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
+                            twin(leaves).backward(dy);
+                          }));
+}
+
 // cross_entropy over a GPT-2-sized vocabulary: [8192, 50304] bf16 logits (824 MB, far past
 // the L2), random targets, the Mean reduction. Forward floor: read the logits once (the loss
 // is a few bytes). Full floor (forward + backward, the logits requiring grad, each run starting
@@ -627,8 +649,9 @@ int run(int argc, char** argv) {
   // 0.94-1.00 in runs with no matmul before it). compare_pytorch.py times PyTorch's matmul
   // after its memory rows too.
 
-  // The linear layers' GEMMs, against the matmul ceiling just measured.
+  // The linear layers' GEMMs and attention's twin, against the matmul ceiling just measured.
   linear_rows(rows, ceilings, gpu);
+  attention_rows(rows, ceilings, gpu);
 
   // ---- per-op overhead on the GPU ----
   {

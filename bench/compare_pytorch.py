@@ -45,6 +45,17 @@ LINEAR_GELU = (8192, 4096, 16384)
 MLP_SHAPE = (8192, 768, 3072, 768)
 CROSS_ENTROPY = (8192, 50304)
 GPT2_PARAMETERS = 124439808
+# Attention (B, H, S, D), causal or not: the shapes of the flash-attention targets; GPT-2's
+# (8, 12, 1024, 64) causal; and (4, 16, 1024, 128), where the composite (scores stored) is timed.
+ATTENTION_CASES = (((4, 16, 4096, 128), False), ((4, 16, 4096, 128), True), ((16, 16, 1024, 64), False),
+                   ((8, 12, 1024, 64), True), ((4, 16, 1024, 128), False))
+ATTENTION_COMPOSITE_SHAPE = (4, 16, 1024, 128)
+
+
+def _sdpa(F, sdpa_kernel, backend, q, k, v, causal):
+    """PyTorch's scaled_dot_product_attention with one backend forced (an error if it cannot run)."""
+    with sdpa_kernel(backend):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
 def gpt2_parameter_shapes():
@@ -341,6 +352,53 @@ def measure(doc, use_compile, compile_budget_s, save):
             failures.append(f"{op} {impl}: {type(e).__name__}: {e}")
             print(f"FAILED: {failures[-1]}")
 
+    # ---- attention: PyTorch's SDPA with each backend forced (flash: FlashAttention-2; cuDNN),
+    # bf16, (B, H, S, D). TFLOP/s = 4 B H Sq Sk D for the forward (halved when causal), the
+    # backward 2.5x that: the full pass counts 3.5x. The composite (the scores stored) at
+    # (4, 16, 1024, 128) in eager, as minigrad_composite is measured.
+    def attention_rows():
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        backends = (("pytorch_flash", SDPBackend.FLASH_ATTENTION), ("pytorch_cudnn", SDPBackend.CUDNN_ATTENTION))
+        for shape, causal in ATTENTION_CASES:
+            b, h, n, d = shape
+            q, k, v, dy = (torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16, generator=gen) for _ in range(4))
+            op = "scaled_dot_product_attention_causal" if causal else "scaled_dot_product_attention"
+            fwd_flops = 4 * b * h * n * n * d / (2 if causal else 1)
+            leaves = [t.detach().requires_grad_() for t in (q, k, v)]
+
+            def full(f):
+                def work():
+                    for leaf in leaves:
+                        leaf.grad = None
+                    f(*leaves).backward(dy)
+                return work
+            impls = [(impl, lambda a, b_, c, backend=backend: _sdpa(F, sdpa_kernel, backend, a, b_, c, causal))
+                     for impl, backend in backends]
+            if shape == ATTENTION_COMPOSITE_SHAPE and not causal:
+                impls.append(("pytorch_eager_composite",
+                              lambda a, b_, c: torch.softmax(a @ b_.transpose(-1, -2) * a.shape[-1] ** -0.5, -1) @ c))
+            for impl, f in impls:
+                for pass_, flops, work in (("fwd", fwd_flops, lambda f=f: f(q, k, v)),
+                                           ("full", 3.5 * fwd_flops, full(f))):
+                    try:
+                        torch.cuda.synchronize()
+                        torch.cuda.reset_peak_memory_stats()
+                        ms = median_gpu_ms(torch, work)
+                        tflops = flops / (ms * 1e-3) / 1e12
+                        new_rows.append(row(op, impl, shape, "bfloat16", pass_, ms=ms, tflops=tflops,
+                                            roofline=tflops / matmul_tflops,
+                                            peak_mib=torch.cuda.max_memory_allocated() / MIB))
+                    except Exception as e:
+                        failures.append(f"{op} {list(shape)} {impl} {pass_}: {type(e).__name__}: {e}")
+                        print(f"FAILED: {failures[-1]}")
+            del q, k, v, dy, leaves
+
+    try:
+        attention_rows()
+    except Exception as e:
+        failures.append(f"attention rows: {type(e).__name__}: {e}")
+        print(f"FAILED: {failures[-1]}")
+
     training = []
     try:
         training = training_cases()
@@ -549,9 +607,15 @@ def print_table(doc):
         print(f"{op:<24}{shape_s:<16}{pass_:<5}{floor:>8}{fmt_ms(mg, op):>10}{fmt_rl(mg):>6}"
               f"{fmt_ms(comp, op):>10}{fmt_rl(comp):>6}"
               f"{fmt_ms(eager, op):>10}{fmt_rl(eager):>6}{fmt_ms(compiled, op):>10}{fmt_rl(compiled):>6}{ratio:>9}")
+        for impl, name in (("pytorch_flash", "SDPA flash"), ("pytorch_cudnn", "SDPA cuDNN")):
+            r = impls.get(impl)
+            if r and r.get("ms"):
+                tflops = f", {r['tflops']:.0f} TFLOP/s" if r.get("tflops") else ""
+                print(f"{'':<24}{'':<16}{'':<5}{'':>8}  (PyTorch {name}: {r['ms']:.4f} ms{tflops})")
         pc = impls.get("pytorch_eager_composite")
         if pc:
-            print(f"{'':<24}{'':<16}{'':<5}{'':>8}  (PyTorch eager, the tutorial's five-op formula: {pc['ms']:.4f} ms, "
+            what = "the tutorial's five-op formula" if op.startswith("gelu") else "the composite"
+            print(f"{'':<24}{'':<16}{'':<5}{'':>8}  (PyTorch eager, {what}: {pc['ms']:.4f} ms, "
                   f"roofline {fmt_rl(pc)})")
     print("times in ms (chain_small_ops: us per op, host wall time); rl = roofline = floor / time; "
           "mg/eager < 1: minigrad faster")
@@ -641,6 +705,19 @@ def check_targets(by_key):
         mg = get(op, "minigrad", "full", (GPT2_PARAMETERS,), "float32")
         rl = mg and mg.get("roofline")
         target(f"{op} step roofline >= 0.90 (got {rl if rl is not None else '-'})", None if rl is None else rl >= 0.90)
+
+    # Attention: minigrad's TFLOP/s (rows come with its CUDA kernel) against the targets.
+    for shape, causal, fwd_need, full_need in (((4, 16, 4096, 128), False, 347, 306), ((4, 16, 4096, 128), True, 307, 268),
+                                               ((16, 16, 1024, 64), False, 279, 228)):
+        op = "scaled_dot_product_attention_causal" if causal else "scaled_dot_product_attention"
+        for pass_, need in (("fwd", fwd_need), ("full", full_need)):
+            mg = get(op, "minigrad", pass_, shape)
+            got = mg and mg.get("tflops")
+            target(f"{op} {list(shape)} {pass_} >= {need} TFLOP/s (got {f'{got:.0f}' if got else '-'})",
+                   None if not got else got >= need)
+    mg = get("scaled_dot_product_attention_causal", "minigrad", "full", (8, 12, 1024, 64))
+    got = f"{mg['ms']:.3f}" if mg else "-"
+    target(f"GPT-2 attention (8, 12, 1024, 64) causal full <= 0.320 ms (got {got})", None if not mg else mg["ms"] <= 0.320)
 
     print(f"\ntargets ({TARGETS_DOC}):")
     for name, ok in results:

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include <minigrad/autograd/function.h>
+#include <minigrad/core/cpu_arch.h>
 #include <minigrad/core/dispatch.h>
 #include <minigrad/core/generator.h>
 #include <minigrad/core/parallel.h>
@@ -75,6 +76,76 @@ HeadRows<T> head_rows(const Tensor& t) {
   return {t.data_ptr<T>(), t.stride(0), t.stride(1), t.stride(2)};
 }
 
+// ---- the tile loops ----
+//
+// A score is a dot product, q_i . k_j, a sum over the head dim d. Computed one key at a time,
+// that sum is a reduction, and the compiler may not split it across vector lanes: that would
+// reorder float additions. So each tile of keys is first copied transposed, d-major:
+//   tile[d * kKeyTile + c] = k_{j0 + c, d}    (the columns past the tile's last key are 0)
+// and a query row is scored against the whole tile a dimension at a time,
+//   s_c += q_d * tile[d * kKeyTile + c]       for every c at once,
+// a loop over the tile's keys, each lane summing its own score in the order d = 0, 1, ...
+// (the dot product's own order: nothing is reassociated). The backward's dP_ij = dO_i . v_j
+// reads a tile of values transposed the same way. The loops that add rows (acc += p v_j,
+// dV_j += P z dO_i, dK_j += c q_i, dQ_i += c k_j) run along d and vectorize as they are.
+//
+// Each loop is a free function over raw pointers, compiled per instruction set
+// (MG_CPU_CLONES, core/cpu_arch.h), and each call covers a row or a tile: the clone is picked
+// once a row, not once a score.
+
+// The `rows` rows (at most kKeyTile) starting at `first`, row_stride apart, dim wide, into
+// tile[d * kKeyTile + c], the columns c >= rows zero.
+template <typename T>
+void pack_transposed(const T* first, int64_t row_stride, int64_t rows, int64_t dim, T* tile) {
+  for (int64_t c = 0; c < rows; ++c)
+    for (int64_t d = 0; d < dim; ++d) tile[d * kKeyTile + c] = first[c * row_stride + d];
+  for (int64_t d = 0; d < dim; ++d) std::fill(tile + d * kKeyTile + rows, tile + (d + 1) * kKeyTile, T(0));
+}
+
+// out[r * kKeyTile + c] = factor * (x_r . column c of tile) for the `rows` rows x_r = x + r *
+// x_stride, dim wide, and every column c of the tile. The fixed trip count over c lets the
+// compiler keep a row's kKeyTile sums in vector registers while it walks d.
+template <typename T>
+MG_CPU_CLONES static void tile_dots(const T* x, int64_t x_stride, int64_t rows, const T* tile, int64_t dim, T factor,
+                                    T* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * x_stride;
+    T sum[kKeyTile] = {};
+    for (int64_t d = 0; d < dim; ++d) {
+      const T xd = xr[d];
+      const T* column = tile + d * kKeyTile;
+      for (int64_t c = 0; c < kKeyTile; ++c) sum[c] += xd * column[c];
+    }
+    for (int64_t c = 0; c < kKeyTile; ++c) out[r * kKeyTile + c] = factor * sum[c];
+  }
+}
+
+// y += w[c] * row_c for c = 0, 1, ..., n - 1 in order, row_c = rows + c * row_stride, dim
+// wide; a zero weight adds nothing (a masked-out score, or a dropped one). A row of the forward's
+// numerator (acc_i += p_ij v_j) or of dQ (dQ_i += c_ij k_j) against one tile of keys.
+template <typename T>
+MG_CPU_CLONES static void add_weighted_rows(const T* w, int64_t n, const T* rows, int64_t row_stride, int64_t dim,
+                                            T* __restrict y) {
+  for (int64_t c = 0; c < n; ++c) {
+    if (w[c] == T(0)) continue;
+    const T wc = w[c];
+    const T* row = rows + c * row_stride;
+    for (int64_t d = 0; d < dim; ++d) y[d] += wc * row[d];
+  }
+}
+
+// row_c += w[c] * x for c < n, row_c = rows + c * dim; a zero weight adds nothing. One query
+// row's share of a tile of dK (dK_j += c_ij q_i) or dV (dV_j += P_ij z_ij dO_i).
+template <typename T>
+MG_CPU_CLONES static void add_to_rows(const T* w, int64_t n, const T* __restrict x, int64_t dim, T* rows) {
+  for (int64_t c = 0; c < n; ++c) {
+    if (w[c] == T(0)) continue;
+    const T wc = w[c];
+    T* row = rows + c * dim;
+    for (int64_t d = 0; d < dim; ++d) row[d] += wc * x[d];
+  }
+}
+
 // One attention problem, in the compute type T (float or double), with its mask of type M.
 template <typename T, typename M>
 struct Problem {
@@ -92,30 +163,36 @@ struct Problem {
   // The keys row i may see: all of them, or under is_causal those up to i.
   int64_t key_end(int64_t last_row) const { return spec.is_causal ? std::min(k_len, last_row + 1) : k_len; }
 
+  // Keys (pack_keys) or values (pack_values) j0 <= j < j1 of key/value head kh, transposed
+  // into `tile` (pack_transposed).
+  void pack_keys(int64_t b, int64_t kh, int64_t j0, int64_t j1, T* tile) const {
+    pack_transposed(k.row(b, kh, j0), k.row_stride, j1 - j0, head_dim, tile);
+  }
+  void pack_values(int64_t b, int64_t kh, int64_t j0, int64_t j1, T* tile) const {
+    pack_transposed(v.row(b, kh, j0), v.row_stride, j1 - j0, v_dim, tile);
+  }
+
   // scores[r * kKeyTile + (j - j0)] = scale * q_i . k_j + mask, -inf where masked out, for the
-  // query rows i0 + r < i1 of head h and the keys j0 <= j < j1.
-  void score_tile(int64_t b, int64_t h, int64_t i0, int64_t i1, int64_t j0, int64_t j1, T* scores) const {
-    const T scale = static_cast<T>(spec.scale);
+  // query rows i0 + r < i1 of head h and the keys j0 <= j < j1, whose tile key_tile holds
+  // (pack_keys).
+  void score_tile(int64_t b, int64_t h, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const T* key_tile,
+                  T* scores) const {
+    tile_dots(q.row(b, h, i0), q.row_stride, i1 - i0, key_tile, head_dim, static_cast<T>(spec.scale), scores);
+    if (!mask && !spec.is_causal) return;
     const T minus_infinity = -std::numeric_limits<T>::infinity();
-    const int64_t kh = kv_head(h);
     for (int64_t i = i0; i < i1; ++i) {
-      const T* qi = q.row(b, h, i);
       T* s = scores + (i - i0) * kKeyTile;
-      for (int64_t j = j0; j < j1; ++j) {
-        const T* kj = k.row(b, kh, j);
-        T dot = 0;
-        for (int64_t d = 0; d < head_dim; ++d) dot += qi[d] * kj[d];
-        T value = scale * dot;
-        if (mask) {
+      if (mask) {
+        for (int64_t j = j0; j < j1; ++j) {
           const M m = mask[b * mask_strides[0] + h * mask_strides[1] + i * mask_strides[2] + j * mask_strides[3]];
           if constexpr (std::is_same_v<M, bool>)
-            value = m ? value : minus_infinity;
+            s[j - j0] = m ? s[j - j0] : minus_infinity;
           else
-            value += m;
+            s[j - j0] += m;
         }
-        if (spec.is_causal && j > i) value = minus_infinity;
-        s[j - j0] = value;
       }
+      if (spec.is_causal)
+        for (int64_t j = std::max(j0, i + 1); j < j1; ++j) s[j - j0] = minus_infinity;
     }
   }
 };
@@ -129,7 +206,8 @@ void attention_forward(const Problem<T, M>& pr, T* out, T* log_sum_exp) {
   const T minus_infinity = -std::numeric_limits<T>::infinity();
   const T keep_scale = static_cast<T>(pr.spec.dropout.scale());
   parallel_for(0, pr.batch * pr.q_heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> scores(static_cast<size_t>(kQueryTile * kKeyTile));
+    std::vector<T> key_tile(static_cast<size_t>(pr.head_dim * kKeyTile));
+    std::vector<T> scores(static_cast<size_t>(kQueryTile * kKeyTile)), weights(kKeyTile);
     std::vector<T> m(kQueryTile), l(kQueryTile), acc(static_cast<size_t>(kQueryTile * pr.v_dim));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / (pr.q_heads * query_tiles), h = task / query_tiles % pr.q_heads;
@@ -141,7 +219,8 @@ void attention_forward(const Problem<T, M>& pr, T* out, T* log_sum_exp) {
       const int64_t key_end = pr.key_end(i1 - 1);
       for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
         const int64_t j1 = std::min(key_end, j0 + kKeyTile);
-        pr.score_tile(b, h, i0, i1, j0, j1, scores.data());
+        pr.pack_keys(b, kh, j0, j1, key_tile.data());
+        pr.score_tile(b, h, i0, i1, j0, j1, key_tile.data(), scores.data());
         for (int64_t i = i0; i < i1; ++i) {
           const int64_t r = i - i0;
           const T* s = scores.data() + r * kKeyTile;
@@ -159,10 +238,9 @@ void attention_forward(const Problem<T, M>& pr, T* out, T* log_sum_exp) {
             T p = std::exp(s[j - j0] - m_new);
             l[r] += p;  // the denominator sums every probability, dropped or not
             if (pr.spec.drop) p = keep.keep(pr.score_index(b, h, i, j)) ? p * keep_scale : T(0);
-            if (p == T(0)) continue;
-            const T* vj = pr.v.row(b, kh, j);
-            for (int64_t d = 0; d < pr.v_dim; ++d) a[d] += p * vj[d];
+            weights[static_cast<size_t>(j - j0)] = p;
           }
+          add_weighted_rows(weights.data(), j1 - j0, pr.v.row(b, kh, j0), pr.v.row_stride, pr.v_dim, a);
           m[r] = m_new;
         }
       }
@@ -199,21 +277,33 @@ void attention_backward(const Problem<T, M>& pr, const T* grad_out, const T* out
                    delta[static_cast<size_t>(row)] = sum;
                  }
                });
-  // P_ij and its dropout factor z_ij, and dS_ij, for query row i of head h against key j
-  // whose score is s.
-  struct Terms {
-    T p, pz, ds;
+  // dO rows i0 .. i1 - 1 of head h (contiguous, v_dim apart).
+  auto grad_rows = [&](int64_t b, int64_t h, int64_t i0) {
+    return grad_out + ((b * pr.q_heads + h) * pr.q_len + i0) * pr.v_dim;
   };
-  auto terms = [&](int64_t b, int64_t h, int64_t i, int64_t j, T s, dropout_bits::MaskCursor& keep) {
+  // Both passes compute, for query rows i0 <= i < i1 of head h against keys j0 <= j < j1 (their
+  // packed key and value tiles), the scores s_ij and dP_ij = dO_i . v_j ...
+  auto tile_scores = [&](int64_t b, int64_t h, int64_t i0, int64_t i1, int64_t j0, int64_t j1, const T* key_tile,
+                         const T* value_tile, T* scores, T* dp) {
+    pr.score_tile(b, h, i0, i1, j0, j1, key_tile, scores);
+    tile_dots(grad_rows(b, h, i0), pr.v_dim, i1 - i0, value_tile, pr.v_dim, T(1), dp);
+  };
+  // ... then turn row i of them into the weights of the rows it adds:
+  //   pz[j - j0] = P_ij z_ij                          (dV_j += pz dO_i)
+  //   ds[j - j0] = scale P_ij (z_ij dP_ij - D_i)      (dK_j += ds q_i, dQ_i += ds k_j)
+  // with P_ij = exp(s_ij - L_i), both 0 where P_ij is.
+  auto row_weights = [&](int64_t b, int64_t h, int64_t i, int64_t j0, int64_t j1, const T* s, const T* dp, T* pz,
+                         T* ds) {
     const int64_t row = (b * pr.q_heads + h) * pr.q_len + i;
-    const T lse = log_sum_exp[row];
-    const T p = s == minus_infinity ? T(0) : std::exp(s - lse);  // lse = +inf (all masked): 0
-    const T z = pr.spec.drop ? (keep.keep(pr.score_index(b, h, i, j)) ? keep_scale : T(0)) : T(1);
-    const T* g = grad_out + row * pr.v_dim;
-    const T* vj = pr.v.row(b, pr.kv_head(h), j);
-    T dp = 0;
-    for (int64_t d = 0; d < pr.v_dim; ++d) dp += g[d] * vj[d];
-    return Terms{p, p * z, p * (z * dp - delta[static_cast<size_t>(row)])};
+    const T lse = log_sum_exp[row], delta_i = delta[static_cast<size_t>(row)];
+    dropout_bits::MaskCursor keep(pr.spec.dropout);
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t c = j - j0;
+      const T p = s[c] == minus_infinity ? T(0) : std::exp(s[c] - lse);  // lse = +inf (all masked): 0
+      const T z = pr.spec.drop ? (keep.keep(pr.score_index(b, h, i, j)) ? keep_scale : T(0)) : T(1);
+      pz[c] = p * z;
+      ds[c] = p == T(0) ? T(0) : scale * (p * (z * dp[c] - delta_i));
+    }
   };
 
   // dK and dV: a task per tile of keys of one key/value head, over every query of every
@@ -221,31 +311,29 @@ void attention_backward(const Problem<T, M>& pr, const T* grad_out, const T* out
   const int64_t kv_heads = pr.q_heads / pr.spec.group;
   const int64_t key_tiles = (pr.k_len + kKeyTile - 1) / kKeyTile;
   parallel_for(0, pr.batch * kv_heads * key_tiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> scores(static_cast<size_t>(kQueryTile * kKeyTile));
-    std::vector<T> dk_tile(static_cast<size_t>(kKeyTile * pr.head_dim)), dv_tile(static_cast<size_t>(kKeyTile * pr.v_dim));
+    std::vector<T> key_tile(static_cast<size_t>(pr.head_dim * kKeyTile));
+    std::vector<T> value_tile(static_cast<size_t>(pr.v_dim * kKeyTile));
+    std::vector<T> scores(static_cast<size_t>(kQueryTile * kKeyTile)), dp(static_cast<size_t>(kQueryTile * kKeyTile));
+    std::vector<T> pz(kKeyTile), ds(kKeyTile);
+    std::vector<T> dk_tile(static_cast<size_t>(kKeyTile * pr.head_dim));
+    std::vector<T> dv_tile(static_cast<size_t>(kKeyTile * pr.v_dim));
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / (kv_heads * key_tiles), kh = task / key_tiles % kv_heads;
       const int64_t j0 = task % key_tiles * kKeyTile, j1 = std::min(pr.k_len, j0 + kKeyTile);
+      pr.pack_keys(b, kh, j0, j1, key_tile.data());
+      pr.pack_values(b, kh, j0, j1, value_tile.data());
       std::fill(dk_tile.begin(), dk_tile.end(), T(0));
       std::fill(dv_tile.begin(), dv_tile.end(), T(0));
       for (int64_t h = kh * pr.spec.group; h < (kh + 1) * pr.spec.group; ++h) {
         // Under is_causal, query i < j0 sees none of these keys.
         for (int64_t i0 = pr.spec.is_causal ? j0 / kQueryTile * kQueryTile : 0; i0 < pr.q_len; i0 += kQueryTile) {
           const int64_t i1 = std::min(pr.q_len, i0 + kQueryTile);
-          pr.score_tile(b, h, i0, i1, j0, j1, scores.data());
+          tile_scores(b, h, i0, i1, j0, j1, key_tile.data(), value_tile.data(), scores.data(), dp.data());
           for (int64_t i = i0; i < i1; ++i) {
-            const T* qi = pr.q.row(b, h, i);
-            const T* g = grad_out + ((b * pr.q_heads + h) * pr.q_len + i) * pr.v_dim;
-            dropout_bits::MaskCursor keep(pr.spec.dropout);
-            for (int64_t j = j0; j < j1; ++j) {
-              const Terms t = terms(b, h, i, j, scores[static_cast<size_t>((i - i0) * kKeyTile + (j - j0))], keep);
-              if (t.p == T(0)) continue;
-              T* dvj = dv_tile.data() + (j - j0) * pr.v_dim;
-              for (int64_t d = 0; d < pr.v_dim; ++d) dvj[d] += t.pz * g[d];
-              T* dkj = dk_tile.data() + (j - j0) * pr.head_dim;
-              const T c = scale * t.ds;
-              for (int64_t d = 0; d < pr.head_dim; ++d) dkj[d] += c * qi[d];
-            }
+            const int64_t r = i - i0;
+            row_weights(b, h, i, j0, j1, scores.data() + r * kKeyTile, dp.data() + r * kKeyTile, pz.data(), ds.data());
+            add_to_rows(pz.data(), j1 - j0, grad_rows(b, h, i), pr.v_dim, dv_tile.data());
+            add_to_rows(ds.data(), j1 - j0, pr.q.row(b, h, i), pr.head_dim, dk_tile.data());
           }
         }
       }
@@ -260,7 +348,10 @@ void attention_backward(const Problem<T, M>& pr, const T* grad_out, const T* out
   // dQ: a task per tile of query rows, over the keys they see.
   const int64_t query_tiles = (pr.q_len + kQueryTile - 1) / kQueryTile;
   parallel_for(0, pr.batch * pr.q_heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> scores(static_cast<size_t>(kQueryTile * kKeyTile));
+    std::vector<T> key_tile(static_cast<size_t>(pr.head_dim * kKeyTile));
+    std::vector<T> value_tile(static_cast<size_t>(pr.v_dim * kKeyTile));
+    std::vector<T> scores(static_cast<size_t>(kQueryTile * kKeyTile)), dp(static_cast<size_t>(kQueryTile * kKeyTile));
+    std::vector<T> pz(kKeyTile), ds(kKeyTile);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / (pr.q_heads * query_tiles), h = task / query_tiles % pr.q_heads;
       const int64_t i0 = task % query_tiles * kQueryTile, i1 = std::min(pr.q_len, i0 + kQueryTile);
@@ -270,17 +361,14 @@ void attention_backward(const Problem<T, M>& pr, const T* grad_out, const T* out
       const int64_t key_end = pr.key_end(i1 - 1);
       for (int64_t j0 = 0; j0 < key_end; j0 += kKeyTile) {
         const int64_t j1 = std::min(key_end, j0 + kKeyTile);
-        pr.score_tile(b, h, i0, i1, j0, j1, scores.data());
+        pr.pack_keys(b, kh, j0, j1, key_tile.data());
+        pr.pack_values(b, kh, j0, j1, value_tile.data());
+        tile_scores(b, h, i0, i1, j0, j1, key_tile.data(), value_tile.data(), scores.data(), dp.data());
         for (int64_t i = i0; i < i1; ++i) {
-          T* dqi = dq_tile + (i - i0) * pr.head_dim;
-          dropout_bits::MaskCursor keep(pr.spec.dropout);
-          for (int64_t j = j0; j < j1; ++j) {
-            const Terms t = terms(b, h, i, j, scores[static_cast<size_t>((i - i0) * kKeyTile + (j - j0))], keep);
-            if (t.p == T(0)) continue;
-            const T* kj = pr.k.row(b, kh, j);
-            const T c = scale * t.ds;
-            for (int64_t d = 0; d < pr.head_dim; ++d) dqi[d] += c * kj[d];
-          }
+          const int64_t r = i - i0;
+          row_weights(b, h, i, j0, j1, scores.data() + r * kKeyTile, dp.data() + r * kKeyTile, pz.data(), ds.data());
+          add_weighted_rows(ds.data(), j1 - j0, pr.k.row(b, kh, j0), pr.k.row_stride, pr.head_dim,
+                            dq_tile + r * pr.head_dim);
         }
       }
     }
