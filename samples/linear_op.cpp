@@ -31,15 +31,22 @@
 
 #include <fmt/core.h>
 
-#include <minigrad/cuda/runtime.h>
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/minigrad.h>
+#if MINIGRAD_WITH_CUDA
+#include <minigrad/cuda/runtime.h>  // cuda::synchronize, only in a build with the CUDA backend
+#endif
 
 using namespace minigrad;
 
 namespace {
 
 void synchronize(Device device) {
+#if MINIGRAD_WITH_CUDA
   if (device.is_cuda()) cuda::synchronize();
+#else
+  (void)device;  // no GPU in this build: every tensor is on the CPU
+#endif
 }
 
 // The tutorial's op: y = x W with W [in, out], its backward_weight as the tutorial wrote it.

@@ -12,8 +12,11 @@
 #include <fmt/core.h>
 
 #include <minigrad/core/allocator.h>
-#include <minigrad/cuda/runtime.h>
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/minigrad.h>
+#if MINIGRAD_WITH_CUDA
+#include <minigrad/cuda/runtime.h>  // cuda::synchronize, only in a build with the CUDA backend
+#endif
 
 namespace minigrad {
 namespace samples {
@@ -64,7 +67,11 @@ struct Measured {
 };
 
 inline void synchronize(Device device) {
+#if MINIGRAD_WITH_CUDA
   if (device.is_cuda()) cuda::synchronize();
+#else
+  (void)device;  // no GPU in this build: every tensor is on the CPU
+#endif
 }
 
 // Median time of `run` (forward + backward), then one more run counted by the allocator.
