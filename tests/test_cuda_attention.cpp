@@ -1,0 +1,140 @@
+// scaled_dot_product_attention on the GPU against the CPU's kernels on the same values: the
+// output and dQ, dK, dV over the features and their combinations (odd lengths, Sq != Sk,
+// decoding, causal, grouped-query heads, masks, dropout), float32 against float32 and the
+// half types against float64; the dropped scores the same on both devices for the same
+// generator state; gradcheck in float64 on the GPU. Outputs are allocated after the
+// allocator's cache was filled with NaN, so an element a kernel forgets shows.
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include <fmt/core.h>
+
+#include <minigrad/core/generator.h>
+
+#include "tests/cuda_test_support.h"
+
+using namespace minigrad;
+using namespace minigrad::test;
+
+namespace {
+
+void poison_gpu_cache(int64_t elements) {
+  (void)full({elements}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(kFloat32).device(kGpu));
+}
+
+struct Case {
+  int64_t batch, q_heads, kv_heads, q_len, k_len, head_dim;
+  bool is_causal;
+  bool padding_mask;
+  double p;
+};
+
+const Case kCases[] = {
+    {2, 2, 2, 7, 7, 64, false, false, 0.0},
+    {1, 4, 4, 129, 257, 64, false, false, 0.0},  // lengths past the tiles
+    {2, 2, 2, 100, 300, 128, true, false, 0.0},  // causal, Sq < Sk
+    {1, 2, 2, 300, 100, 64, true, false, 0.0},   // causal, Sq > Sk
+    {2, 8, 2, 33, 65, 64, false, true, 0.0},     // grouped-query heads, a padding mask
+    {4, 2, 2, 1, 513, 128, false, false, 0.0},   // decoding: one query
+    {2, 4, 2, 77, 150, 64, true, true, 0.2},     // everything at once
+    {1, 2, 2, 64, 64, 32, false, false, 0.0},    // head dim 32
+    {1, 2, 2, 40, 50, 96, true, false, 0.0},     // head dim 96
+};
+
+std::string describe(const Case& c) {
+  return fmt::format("B {} Hq {} Hk {} Sq {} Sk {} D {} causal {} mask {} p {}", c.batch, c.q_heads, c.kv_heads,
+                     c.q_len, c.k_len, c.head_dim, c.is_causal, c.padding_mask, c.p);
+}
+
+// Out and dQ, dK, dV of attention on `device` in `dtype`, from the CPU float64 values given.
+tensor_list run(const Case& c, const tensor_list& inputs, const Tensor& dy, Device device, DType dtype) {
+  tensor_list leaves;
+  for (const Tensor& t : inputs) leaves.push_back(t.to(dtype).to(device).requires_grad_());
+  std::optional<Tensor> mask;
+  if (c.padding_mask) {
+    std::vector<int64_t> lengths;
+    for (int64_t b = 0; b < c.batch; ++b) lengths.push_back(std::max<int64_t>(1, c.k_len - 7 * b));
+    mask = lt(arange(c.k_len).reshape({1, 1, 1, c.k_len}), from_vector(lengths, {c.batch, 1, 1, 1})).to(device);
+  }
+  Generator generator(11);
+  const Tensor out = scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], mask, c.p, c.is_causal,
+                                                  std::nullopt, c.q_heads != c.kv_heads, &generator);
+  out.backward(dy.to(dtype).to(device));
+  return {out.detach(), leaves[0].grad(), leaves[1].grad(), leaves[2].grad()};
+}
+
+// Every element of got within tol of want, scaled by want's largest magnitude.
+void check_close_scaled(const Tensor& got, const Tensor& want, double tol) {
+  REQUIRE(got.sizes() == want.sizes());
+  const Tensor g = got.to(kCPU).to(kFloat64), w = want.to(kCPU).to(kFloat64);
+  CHECK(!isnan(g).any().item<bool>());
+  const double scale = std::max(1.0, max(abs(w)).item<double>());
+  CHECK(max(abs(g - w)).item<double>() <= tol * scale);
+}
+
+}  // namespace
+
+TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every feature, float32 and the half types" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1300);
+  for (const Case& c : kCases) {
+    CAPTURE(describe(c));
+    const tensor_list inputs = {randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64),
+                                randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64),
+                                randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64)};
+    const Tensor dy = randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64);
+    poison_gpu_cache(1 << 24);
+    const tensor_list cpu32 = run(c, inputs, dy, kCPU, kFloat32);
+    const tensor_list gpu32 = run(c, inputs, dy, kGpu, kFloat32);
+    for (size_t i = 0; i < cpu32.size(); ++i) {
+      CAPTURE(i);
+      check_close_scaled(gpu32[i], cpu32[i], 1e-4);
+    }
+    for (DType half : kHalfDTypes) {
+      CAPTURE(dtype_name(half));
+      // The reference: float64 on the CPU, from the same rounded values.
+      tensor_list rounded;
+      for (const Tensor& t : inputs) rounded.push_back(t.to(half).to(kFloat64));
+      const tensor_list reference = run(c, rounded, dy.to(half).to(kFloat64), kCPU, kFloat64);
+      const tensor_list gpu = run(c, rounded, dy.to(half).to(kFloat64), kGpu, half);
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        CAPTURE(i);
+        CHECK(gpu[i].dtype() == half);
+        check_close_scaled(gpu[i], reference[i], half == kBFloat16 ? 4e-2 : 5e-3);
+      }
+    }
+  }
+}
+
+TEST_CASE("scaled_dot_product_attention: the GPU drops the scores the CPU drops, for the same generator state" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1301);
+  // V the identity: O = P * keep / (1 - p), so the zeros of O are the dropped scores.
+  const int64_t batch = 2, heads = 2, q_len = 45, k_len = 128;
+  const Tensor q = randn({batch, heads, q_len, 64}, kFloat64), k = randn({batch, heads, k_len, 64}, kFloat64);
+  const Tensor v = eye(k_len, kFloat64).expand({batch, heads, k_len, k_len}).contiguous();
+  for (bool is_causal : {false, true}) {
+    CAPTURE(is_causal);
+    Generator on_cpu(21), on_gpu(21);
+    const Tensor cpu = scaled_dot_product_attention(q, k, v, std::nullopt, 0.4, is_causal, std::nullopt, false, &on_cpu);
+    const Tensor gpu = scaled_dot_product_attention(q.to(kGpu), k.to(kGpu), v.to(kGpu), std::nullopt, 0.4, is_causal,
+                                                    std::nullopt, false, &on_gpu);
+    CHECK(equal(eq(gpu.cpu(), 0.0), eq(cpu, 0.0)));
+    CHECK_ALLCLOSE(gpu.cpu(), cpu, 1e-10, 1e-10);
+  }
+}
+
+TEST_CASE("scaled_dot_product_attention: gradcheck in float64 on the GPU, causal + grouped-query + mask + dropout" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1302);
+  auto leaf = [](const Shape& s) { return randn(s, TensorOptions(kFloat64).device(kGpu)).requires_grad_(); };
+  const Tensor q = leaf({1, 4, 5, 8}), k = leaf({1, 2, 7, 8}), v = leaf({1, 2, 7, 8});
+  const Tensor mask = gt(rand({5, 7}, kFloat64), 0.2).to(kGpu);
+  const auto attention = [&](const tensor_list& t) {
+    Generator generator(3);
+    return scaled_dot_product_attention(t[0], t[1], t[2], mask, 0.3, true, std::nullopt, true, &generator);
+  };
+  CHECK_GRADCHECK(attention, (tensor_list{q, k, v}));
+}
