@@ -283,7 +283,7 @@ GradcheckReport gradgradcheck(const GradcheckFn& fn, const tensor_list& inputs, 
     std::normal_distribution<double> normal;
     std::vector<double> v(static_cast<size_t>(out0.numel()));
     for (double& x : v) x = normal(rng);
-    gs.push_back(from_vector(v, out0.sizes(), TensorOptions(out0.dtype()).device(out0.device())).requires_grad_());
+    gs.push_back(from_vector(v, out0.sizes(), out0.options()).requires_grad_());
   }
   MG_CHECK(gs.size() == 1, "gradgradcheck: got {} grad_outputs for the function's one output", gs.size());
   const Tensor& g = gs[0];

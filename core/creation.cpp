@@ -76,7 +76,7 @@ Tensor full_for(const char* op, const Shape& sizes, double value, const TensorOp
 // The dtype and device of `t`, for the *_like functions; `op` names the caller.
 TensorOptions like(const char* op, const Tensor& t) {
   MG_CHECK(t.defined(), "{}: argument 'self' is an undefined tensor", op);
-  return TensorOptions(t.dtype()).device(t.device());
+  return t.options();
 }
 
 }  // namespace

@@ -80,6 +80,9 @@ class Tensor {
   int64_t numel() const;
   DType dtype() const;
   Device device() const;
+  // This tensor's dtype and device (requires_grad false), for making another like it:
+  // empty(sizes, t.options()), as in PyTorch.
+  TensorOptions options() const { return TensorOptions(dtype()).device(device()); }
   int64_t storage_offset() const;
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const;

@@ -72,7 +72,7 @@ struct Where : Function<Where> {
     check_same_device("where", "self", a, "other", b);
     const Shape out_sizes =
         broadcast_shapes(condition.sizes(), broadcast_shapes(a.sizes(), b.sizes(), "where"), "where");
-    Tensor out = empty(out_sizes, TensorOptions(a.dtype()).device(a.device()));
+    Tensor out = empty(out_sizes, a.options());
     dispatch_all(a.dtype(), [&](auto tag) {
       using scalar_t = decltype(tag);
       elementwise_map<scalar_t, bool, scalar_t, scalar_t>("where", out, condition, a, b, elementwise::Select{});
@@ -85,7 +85,7 @@ struct Where : Function<Where> {
     const Tensor& grad = grad_outputs[0];
     const Tensor condition = ctx.saved_tensors()[0];
     // One zero, broadcast by where to the gradient's shape: no zero-filled copy of grad.
-    const Tensor zero = zeros({}, TensorOptions(grad.dtype()).device(grad.device()));
+    const Tensor zero = zeros({}, grad.options());
     const State& sizes = ctx.state<State>();
     Tensor grad_a, grad_b;
     if (ctx.needs_input_grad(1)) grad_a = sum_to(where(condition, grad, zero), sizes.self_sizes);
@@ -109,7 +109,7 @@ struct MaskedFill : Function<MaskedFill> {
     MG_CHECK(x.dtype() != kInt64 || fits_int64(value),
              "masked_fill: argument 'value' is {}, which an int64 tensor cannot hold", value);
     Tensor out = empty(broadcast_shapes(x.sizes(), mask.sizes(), "masked_fill"),
-                       TensorOptions(x.dtype()).device(x.device()));
+                       x.options());
     dispatch_all(x.dtype(), [&](auto tag) {
       using scalar_t = decltype(tag);
       elementwise_map<scalar_t, scalar_t, bool>("masked_fill", out, x, mask, elementwise::MaskedFill{value});
@@ -121,7 +121,7 @@ struct MaskedFill : Function<MaskedFill> {
   static tensor_list backward(Context& ctx, tensor_list grad_outputs) {
     const Tensor& grad = grad_outputs[0];
     const Tensor mask = ctx.saved_tensors()[0];
-    const Tensor zero = zeros({}, TensorOptions(grad.dtype()).device(grad.device()));
+    const Tensor zero = zeros({}, grad.options());
     return {sum_to(where(mask, zero, grad), ctx.state<State>().self_sizes), Tensor(), Tensor()};
   }
 };
@@ -131,7 +131,7 @@ struct MaskedFill : Function<MaskedFill> {
 Tensor where_scalar(double value, const char* arg, const Tensor& like) {
   MG_CHECK(like.dtype() != kInt64 || fits_int64(value),
            "where: argument '{}' is {}, which the int64 result cannot hold", arg, value);
-  return scalar_tensor(value, TensorOptions(like.dtype()).device(like.device()));
+  return scalar_tensor(value, like.options());
 }
 
 }  // namespace

@@ -266,7 +266,7 @@ template <typename F>
 Tensor unary_float_op(const char* op, const Tensor& x, const F& f) {
   check_defined(op, "self", x);
   check_floating(op, "self", x);
-  Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor out = empty(x.sizes(), x.options());
   dispatch_floating(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t>(op, out, x, f);
@@ -281,7 +281,7 @@ Tensor binary_float_op(const char* op, const Tensor& a, const Tensor& b, const F
   check_floating(op, "self", a);
   check_same_device(op, "self", a, "other", b);
   check_same_dtype(op, "self", a, "other", b);
-  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), op), TensorOptions(a.dtype()).device(a.device()));
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), op), a.options());
   dispatch_floating(a.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t, scalar_t>(op, out, a, b, f);

@@ -396,7 +396,7 @@ Tensor rows_along(const Tensor& t, int64_t dim) { return t.transpose(dim, t.dim(
 // order of those rows, which the backward moves x to again.
 void softmax_dropout_cuda(const Tensor& x, const SoftmaxDropoutSpec& spec, Tensor& y, Tensor& log_sum_exp) {
   const Tensor x_rows = rows_along(x, spec.dim);
-  Tensor y_rows = empty(x_rows.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor y_rows = empty(x_rows.sizes(), x.options());
   log_sum_exp = empty_log_sum_exp(x, spec.dim);
   cuda::softmax_dropout_rows(x_rows, gpu_rows(x_rows, spec, x.sizes()), y_rows, log_sum_exp);
   y = y_rows.transpose(spec.dim, x.dim() - 1).contiguous();
@@ -405,7 +405,7 @@ void softmax_dropout_cuda(const Tensor& x, const SoftmaxDropoutSpec& spec, Tenso
 Tensor softmax_dropout_backward_cuda(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
                                      const SoftmaxDropoutSpec& spec) {
   const Tensor x_rows = rows_along(x, spec.dim);
-  Tensor grad_input_rows = empty(x_rows.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor grad_input_rows = empty(x_rows.sizes(), x.options());
   cuda::softmax_dropout_backward_rows(rows_along(grad, spec.dim), x_rows, log_sum_exp,
                                       gpu_rows(x_rows, spec, x.sizes()), grad_input_rows);
   return grad_input_rows.transpose(spec.dim, x.dim() - 1).contiguous();
@@ -564,7 +564,7 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* generator) {
   if (!training || p == 0.0 || x.numel() == 0) return x;
   const Generator::Stream stream = (generator ? *generator : default_generator()).reserve();
   const Tensor keep =
-      dropout_mask(x.sizes(), p, stream.seed, stream.offset, TensorOptions(x.dtype()).device(x.device()));
+      dropout_mask(x.sizes(), p, stream.seed, stream.offset, x.options());
   return x * (keep * dropout_keep_scale(p));
 }
 
@@ -575,7 +575,7 @@ Tensor softmax_dropout(const Tensor& x, int64_t dim, double p, bool training, co
   if (mask) {
     const Tensor additive = mask->dtype() == kBool
                                 ? where(*mask, 0.0, full({}, -std::numeric_limits<double>::infinity(),
-                                                         TensorOptions(x.dtype()).device(x.device())))
+                                                         x.options()))
                                 : *mask;
     logits = logits + additive;
   }

@@ -83,7 +83,7 @@ void check_scatter_shapes(const char* op, const Tensor& x, int64_t dim, const Te
              op, shape_str(index.sizes()), shape_str(src.sizes()), d);
 }
 
-TensorOptions options_of(const Tensor& t) { return TensorOptions(t.dtype()).device(t.device()); }
+TensorOptions options_of(const Tensor& t) { return t.options(); }
 
 // ---- the CPU loops ----
 

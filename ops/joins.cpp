@@ -104,7 +104,7 @@ struct Flip : Function<Flip> {
   };
   static Tensor forward(Context& ctx, const Tensor& x, const Shape& dims) {
     ctx.state<State>().dims = dims;
-    Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+    Tensor out = empty(x.sizes(), x.options());
     if (x.numel() == 0) return out;
     Shape strides = x.strides();
     int64_t offset = x.storage_offset();
@@ -160,7 +160,7 @@ Tensor triangle_mask(const char* op, const Tensor& x, int64_t diagonal, bool low
 
 Tensor keep_triangle(const char* op, const Tensor& x, int64_t diagonal, bool lower) {
   const Tensor mask = triangle_mask(op, x, diagonal, lower);
-  return where(mask, x, zeros({}, TensorOptions(x.dtype()).device(x.device())));
+  return where(mask, x, zeros({}, x.options()));
 }
 
 }  // namespace

@@ -51,7 +51,7 @@ struct LerpTensor : Function<LerpTensor> {
     check_lerp_operand(start, "weight", weight);
     const Shape out_sizes =
         broadcast_shapes(start.sizes(), broadcast_shapes(end.sizes(), weight.sizes(), "lerp"), "lerp");
-    Tensor out = empty(out_sizes, TensorOptions(start.dtype()).device(start.device()));
+    Tensor out = empty(out_sizes, start.options());
     dispatch_floating(start.dtype(), [&](auto tag) {
       using scalar_t = decltype(tag);
       elementwise_map<scalar_t, scalar_t, scalar_t, scalar_t>("lerp", out, start, end, weight, elementwise::Lerp{});

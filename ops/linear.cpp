@@ -59,17 +59,12 @@ Shape output_sizes(const Tensor& x, int64_t out_features) {
 // Whether a backward may take the epilogues: on the GPU, and not recording a graph.
 bool fused_backward(const Tensor& t) { return t.device().is_cuda() && !GradMode::is_enabled(); }
 
-// A new [rows, cols] tensor of t's dtype on t's device, for a GEMM to write.
-Tensor empty_like_rows(const Tensor& t, int64_t rows, int64_t cols) {
-  return empty({rows, cols}, TensorOptions(t.dtype()).device(t.device()));
-}
-
 // ---- the forward products ----
 
 // x_rows W^T + b. On the GPU the bias is the GEMM's epilogue.
 Tensor affine(const Tensor& x_rows, const Tensor& weight, const std::optional<Tensor>& bias) {
   if (x_rows.device().is_cuda() && bias) {
-    const Tensor out = empty_like_rows(x_rows, x_rows.size(0), weight.size(0));
+    const Tensor out = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
     if (cuda::gemm_with_epilogue(x_rows, weight.t(), out, GemmEpilogue::Bias, bias->contiguous())) return out;
   }
   const Tensor y = matmul(x_rows, weight.t());
@@ -84,8 +79,8 @@ struct Activated {
 Activated affine_gelu(const Tensor& x_rows, const Tensor& weight, const std::optional<Tensor>& bias,
                       GeluApproximation approximate) {
   if (x_rows.device().is_cuda() && approximate == GeluApproximation::Tanh) {
-    const Tensor y = empty_like_rows(x_rows, x_rows.size(0), weight.size(0));
-    const Tensor pre = empty_like_rows(x_rows, x_rows.size(0), weight.size(0));
+    const Tensor y = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
+    const Tensor pre = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
     const bool fused = bias ? cuda::gemm_with_epilogue(x_rows, weight.t(), y, GemmEpilogue::GeluBias,
                                                        bias->contiguous(), pre)
                             : cuda::gemm_with_epilogue(x_rows, weight.t(), y, GemmEpilogue::Gelu, Tensor(), pre);
@@ -110,8 +105,8 @@ struct WeightGrads {
 WeightGrads backward_weight_and_bias(const Tensor& d_rows, const Tensor& x_rows, bool want_weight, bool want_bias) {
   if (want_weight && want_bias && fused_backward(d_rows)) {
     const Tensor d = d_rows.contiguous();  // read as d^T: a transposed view of a row-major d
-    const Tensor dw = empty_like_rows(d, d.size(1), x_rows.size(1));
-    const Tensor db = empty({d.size(1)}, TensorOptions(d.dtype()).device(d.device()));
+    const Tensor dw = empty({d.size(1), x_rows.size(1)}, d.options());
+    const Tensor db = empty({d.size(1)}, d.options());
     if (cuda::gemm_with_epilogue(d.t(), x_rows, dw, GemmEpilogue::BiasGradOfA, db)) return {dw, db};
   }
   return {want_weight ? matmul(d_rows.t(), x_rows) : Tensor(), want_bias ? sum(d_rows, {0}) : Tensor()};
@@ -202,8 +197,8 @@ struct Mlp : Function<Mlp> {
       // in the epilogue of the GEMM g W2.
       Tensor d_pre;
       if (fused_backward(g) && approximate == GeluApproximation::Tanh) {
-        const Tensor out = empty_like_rows(g, g.size(0), w2.size(1));
-        const Tensor bias_grad = empty({w2.size(1)}, TensorOptions(g.dtype()).device(g.device()));
+        const Tensor out = empty({g.size(0), w2.size(1)}, g.options());
+        const Tensor bias_grad = empty({w2.size(1)}, g.options());
         const bool fused =
             b1 ? cuda::gemm_with_epilogue(g, w2, out, GemmEpilogue::DGeluBiasGrad, bias_grad, pre.contiguous())
                : cuda::gemm_with_epilogue(g, w2, out, GemmEpilogue::DGelu, Tensor(), pre.contiguous());

@@ -47,7 +47,7 @@ Tensor bitwise_binary(const char* op, const Tensor& a, const Tensor& b, const F&
   check_bitwise_dtype(op, "self", a);
   check_same_dtype(op, "self", a, "other", b);
   check_same_device(op, "self", a, "other", b);
-  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), op), TensorOptions(a.dtype()).device(a.device()));
+  Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), op), a.options());
   dispatch_bitwise(a.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t, scalar_t>(op, out, a, b, f);
@@ -122,7 +122,7 @@ Tensor bitwise_xor(const Tensor& a, const Tensor& b) {
 Tensor bitwise_not(const Tensor& x) {
   check_defined("bitwise_not", "self", x);
   check_bitwise_dtype("bitwise_not", "self", x);
-  Tensor out = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor out = empty(x.sizes(), x.options());
   dispatch_bitwise(x.dtype(), [&](auto tag) {
     using scalar_t = decltype(tag);
     elementwise_map<scalar_t, scalar_t>("bitwise_not", out, x, elementwise::BitwiseNot{});

@@ -158,7 +158,7 @@ struct CrossEntropy : Function<CrossEntropy> {
     Tensor gradient;
     // float16: no gradient for dy = 1, which would underflow (the top of the file says why).
     if (ctx.needs_input_grad(0) && x.dtype() != kFloat16)
-      gradient = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+      gradient = empty(x.sizes(), x.options());
     cuda::cross_entropy_rows(x, targets,
                              {o.ignore_index, o.label_smoothing, o.reduction == Reduction::Mean ? counted : Tensor()},
                              rows, gradient);

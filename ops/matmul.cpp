@@ -113,7 +113,7 @@ void gemm_blocked(const T* a, const T* b, T* c, int64_t m, int64_t k, int64_t n)
 
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShapes& s) {
   if (a.device().is_cuda()) {
-    Tensor out = empty(s.result, TensorOptions(a.dtype()).device(a.device()));
+    Tensor out = empty(s.result, a.options());
     cuda::matmul(a.reshape(s.self_matrix), b.reshape(s.other_matrix), out.view(s.batch_plus(s.m, s.n)));
     return out;
   }
@@ -124,7 +124,7 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, const MatmulShapes& s) {
   // The kernel reads row-major matrices: copy only operands that are not.
   const Tensor a_rows = a.contiguous().view(s.self_matrix);
   const Tensor b_rows = b.contiguous().view(s.other_matrix);
-  Tensor out = zeros(s.result, TensorOptions(a.dtype()).device(a.device()));
+  Tensor out = zeros(s.result, a.options());
   // The operands' strides over the batch dims, 0 where one is broadcast; the output's are
   // those of the contiguous batch + [m, n] layout its memory has.
   const Shape a_strides = broadcast_strides(a_rows, s.batch_plus(s.m, s.k));

@@ -18,7 +18,7 @@
 namespace minigrad {
 namespace {
 
-Tensor zero_scalar_like(const Tensor& t) { return zeros({}, TensorOptions(t.dtype()).device(t.device())); }
+Tensor zero_scalar_like(const Tensor& t) { return zeros({}, t.options()); }
 
 // The gradient of one input of maximum or minimum: none where the other input was picked
 // (`lost`), half where the two are equal (`tied`), all of it elsewhere. NaN compares false
@@ -72,7 +72,7 @@ struct ClampTensors : Function<ClampTensors> {
     check_same_device("clamp", "self", x, "min", lo);
     check_same_device("clamp", "self", x, "max", hi);
     const Shape out_sizes = broadcast_shapes(x.sizes(), broadcast_shapes(lo.sizes(), hi.sizes(), "clamp"), "clamp");
-    Tensor out = empty(out_sizes, TensorOptions(x.dtype()).device(x.device()));
+    Tensor out = empty(out_sizes, x.options());
     dispatch_floating(x.dtype(), [&](auto tag) {
       using scalar_t = decltype(tag);
       elementwise_map<scalar_t, scalar_t, scalar_t, scalar_t>("clamp", out, x, lo, hi, elementwise::ClampTensors{});
@@ -110,7 +110,7 @@ Tensor clamp(const Tensor& x, const std::optional<Tensor>& min, const std::optio
   check_defined("clamp", "self", x);
   check_floating("clamp", "self", x);
   constexpr double kInf = std::numeric_limits<double>::infinity();
-  const TensorOptions like_x = TensorOptions(x.dtype()).device(x.device());
+  const TensorOptions like_x = x.options();
   return ClampTensors::apply(x, has_min ? *min : full({}, -kInf, like_x), has_max ? *max : full({}, kInf, like_x));
 }
 Tensor clamp_min(const Tensor& x, const Tensor& min) { return clamp(x, min, std::nullopt); }

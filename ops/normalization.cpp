@@ -371,7 +371,7 @@ Tensor normalization_forward(Context& ctx, const NormSpec& spec_in, const Tensor
   const TensorOptions stats_options = TensorOptions(stats_dtype(x.dtype())).device(x.device());
   const Tensor mean = spec.kind == NormKind::Layer ? empty({rows}, stats_options) : Tensor();
   const Tensor rstd = empty({rows}, stats_options);
-  Tensor y = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor y = empty(x.sizes(), x.options());
   if (x.numel() > 0) {
     if (x.device().is_cuda())
       cuda::normalization_forward(spec.op, x, w, b, spec.hidden, spec.kind, spec.epilogue, spec.eps, y, mean, rstd);
@@ -404,7 +404,7 @@ tensor_list normalization_backward(Context& ctx, const Tensor& grad_output, size
   const Tensor b = state.has_bias ? saved[next++] : Tensor();
   const Tensor mean = spec.kind == NormKind::Layer ? saved[next++] : Tensor();
   const Tensor rstd = saved[next++];
-  const TensorOptions options = TensorOptions(x.dtype()).device(x.device());
+  const TensorOptions options = x.options();
   const Tensor grad_input = ctx.needs_input_grad(0) ? empty(x.sizes(), options) : Tensor();
   // Zero rows still give a (zero) sum for every column.
   auto affine_grad = [&](bool wanted) {

@@ -82,12 +82,12 @@ Tensor randint(int64_t high, const Shape& sizes, TensorOptions options) { return
 
 Tensor rand_like(const Tensor& t) {
   MG_CHECK(t.defined(), "rand_like: argument 'self' is an undefined tensor");
-  return draw("rand_like", Distribution::Uniform, t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+  return draw("rand_like", Distribution::Uniform, t.sizes(), t.options());
 }
 
 Tensor randn_like(const Tensor& t) {
   MG_CHECK(t.defined(), "randn_like: argument 'self' is an undefined tensor");
-  return draw("randn_like", Distribution::Normal, t.sizes(), TensorOptions(t.dtype()).device(t.device()));
+  return draw("randn_like", Distribution::Normal, t.sizes(), t.options());
 }
 
 }  // namespace minigrad

@@ -343,7 +343,7 @@ Extremes extremum_kernel(const char* op, const Tensor& x, const std::vector<bool
              op, d, shape_str(x.sizes()), extremum_name(kind));
   const Shape out_sizes = reduced_sizes(x.sizes(), reduced, keepdim);
   auto allocate_result = [&] {
-    return Extremes{empty(out_sizes, TensorOptions(x.dtype()).device(x.device())),
+    return Extremes{empty(out_sizes, x.options()),
                     empty(out_sizes, TensorOptions(kInt64).device(x.device()))};
   };
   if (x.device().is_cuda()) {
@@ -551,7 +551,7 @@ struct ExtremumAlongDim : Function<ExtremumAlongDim> {
     positions_sizes[static_cast<size_t>(s.dim)] = s.input_sizes[static_cast<size_t>(s.dim)];
     const Tensor positions = arange(s.input_sizes[static_cast<size_t>(s.dim)], index_options).view(positions_sizes);
     const Tensor is_extremum = eq(positions, indices);  // broadcasts to the input's shape
-    const Tensor zero = zeros({}, TensorOptions(grad.dtype()).device(grad.device()));
+    const Tensor zero = zeros({}, grad.options());
     return {where(is_extremum, grad, zero), Tensor(), Tensor(), Tensor()};
   }
 };
@@ -614,7 +614,7 @@ struct Prod : Function<Prod> {
   static tensor_list backward(Context& ctx, tensor_list grads) {
     const auto& s = ctx.state<State>();
     const Tensor x = ctx.saved_tensors()[0];
-    const TensorOptions options = TensorOptions(x.dtype()).device(x.device());
+    const TensorOptions options = x.options();
     const Tensor zero = zeros({}, options);
     const Tensor one = ones({}, options);
     const Tensor is_zero = eq(x, 0.0);
@@ -685,7 +685,7 @@ struct PNorm : Function<PNorm> {
     const Shape kept = reduced_sizes(s.input_sizes, reduced, /*keepdim=*/true);
     const Tensor norm = saved[1].reshape(kept);
     const Tensor grad = grads[0].reshape(kept);
-    const TensorOptions options = TensorOptions(x.dtype()).device(x.device());
+    const TensorOptions options = x.options();
     const Tensor zero = zeros({}, options);
     const Tensor one = ones({}, options);
     const Tensor norm_is_zero = eq(norm, 0.0);
@@ -790,7 +790,7 @@ Tensor logsumexp(const Tensor& x, const Shape& dims, bool keepdim) {
   check_floating("logsumexp", "self", x);
   const std::vector<bool> reduced = reduced_dims_mask("logsumexp", dims, x.dim());
   const Shape kept = reduced_sizes(x.sizes(), reduced, /*keepdim=*/true);
-  const TensorOptions options = TensorOptions(x.dtype()).device(x.device());
+  const TensorOptions options = x.options();
   Tensor shift = zeros(kept, options);
   if (x.numel() > 0) {
     const Tensor m = amax(x.detach(), dims, /*keepdim=*/true);

@@ -46,7 +46,7 @@ Tensor softmax_cuda(const Tensor& x, int64_t dim, bool log) {
   const int64_t last = x.dim() - 1;
   if (dim != last || !x.is_contiguous())
     return softmax_cuda(x.transpose(dim, last).contiguous(), last, log).transpose(dim, last).contiguous();
-  Tensor y = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor y = empty(x.sizes(), x.options());
   cuda::softmax_rows(x, y, log);
   return y;
 }
@@ -61,7 +61,7 @@ Tensor softmax_backward_cuda(const Tensor& grad, const Tensor& y, int64_t dim, b
                                  log)
         .transpose(dim, last)
         .contiguous();
-  Tensor grad_input = empty(y.sizes(), TensorOptions(y.dtype()).device(y.device()));
+  Tensor grad_input = empty(y.sizes(), y.options());
   cuda::softmax_backward_rows(grad, y, grad_input, log);
   return grad_input;
 }
@@ -223,7 +223,7 @@ Tensor softmax_kernel(const char* op, const Tensor& x, int64_t dim, bool log) {
   check_cpu(op, "self", x);
   if (is_half(x.dtype()))
     return copy_as(softmax_kernel(op, copy_as(x, kFloat32, x.device()), dim, log), x.dtype(), x.device());
-  Tensor y = empty(x.sizes(), TensorOptions(x.dtype()).device(x.device()));
+  Tensor y = empty(x.sizes(), x.options());
   if (y.numel() == 0) return y;
   // A 0-d tensor is one lane of one element.
   if (x.dim() == 0)
@@ -249,7 +249,7 @@ Tensor softmax_backward_kernel(const char* op, const Tensor& grad, const Tensor&
                                                       copy_as(y, kFloat32, y.device()), dim, log);
     return copy_as(grad_input, y.dtype(), y.device());
   }
-  Tensor grad_input = empty(y.sizes(), TensorOptions(y.dtype()).device(y.device()));
+  Tensor grad_input = empty(y.sizes(), y.options());
   if (y.numel() == 0) return grad_input;
   if (y.dim() == 0)
     softmax_backward_lanes(grad.reshape({1}), y.reshape({1}), grad_input.reshape({1}), 0, log);

@@ -171,7 +171,7 @@ struct PowTensor : Function<PowTensor> {
     if (ctx.needs_input_grad(1)) {
       // where((x == 0) & (e >= 0), 0, grad * x^e * log(x)), the & as two nested wheres.
       const Tensor by_formula = mul(grad, mul(out, log(x)));
-      const Tensor zero = zeros({}, TensorOptions(by_formula.dtype()).device(by_formula.device()));
+      const Tensor zero = zeros({}, by_formula.options());
       const Tensor at_zero_base = where(ge(exponent, 0.0), zero, by_formula);
       grad_exponent = sum_to(where(eq(x, 0.0), at_zero_base, by_formula), exponent.sizes());
     }
@@ -296,7 +296,7 @@ struct ScalarPow : Function<ScalarPow> {
     const double base = ctx.state<State>().base;
     const Tensor by_formula = mul(grad_outputs[0], mul(out, std::log(base)));
     if (base != 0.0) return {Tensor(), by_formula};
-    const Tensor zero = zeros({}, TensorOptions(by_formula.dtype()).device(by_formula.device()));
+    const Tensor zero = zeros({}, by_formula.options());
     return {Tensor(), where(ge(exponent, 0.0), zero, by_formula)};
   }
 };

@@ -189,7 +189,7 @@ struct SliceBackward : Function<SliceBackward> {
   static Tensor forward(Context& ctx, const Tensor& grad, const Shape& input_sizes, int64_t dim, int64_t start,
                         int64_t end, int64_t step) {
     ctx.state<State>() = {dim, start, end, step};
-    Tensor grad_input = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
+    Tensor grad_input = zeros(input_sizes, grad.options());
     copy_into(grad_input.slice(dim, start, end, step), grad);
     return grad_input;
   }
@@ -205,7 +205,7 @@ struct SelectBackward : Function<SelectBackward> {
   };
   static Tensor forward(Context& ctx, const Tensor& grad, const Shape& input_sizes, int64_t dim, int64_t index) {
     ctx.state<State>() = {dim, index};
-    Tensor grad_input = zeros(input_sizes, TensorOptions(grad.dtype()).device(grad.device()));
+    Tensor grad_input = zeros(input_sizes, grad.options());
     copy_into(grad_input.select(dim, index), grad);
     return grad_input;
   }

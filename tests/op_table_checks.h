@@ -49,7 +49,7 @@ inline Tensor strided_copy(const Tensor& x) {
   Shape wide = x.sizes();
   wide[static_cast<size_t>(dim)] *= 2;
   NoGradGuard no_grad;
-  const Tensor buffer = zeros(wide, TensorOptions(x.dtype()).device(x.device()));
+  const Tensor buffer = zeros(wide, x.options());
   Tensor strided = buffer.slice(dim, 0, wide[static_cast<size_t>(dim)], 2).detach();
   copy_into(strided, x.detach());
   if (x.requires_grad()) strided.requires_grad_();

@@ -30,18 +30,6 @@ void poison_gpu_cache(int64_t elements) {
 
 std::optional<Tensor> maybe(const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; }
 
-// The value of f on leaves holding `inputs` (on their device), and each input's gradient
-// after backpropagating dy.
-tensor_list value_and_grads(const tensor_list& inputs, const Tensor& dy, const Layer& f) {
-  tensor_list leaves;
-  for (const Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().requires_grad_() : Tensor());
-  const Tensor y = f(leaves);
-  y.backward(dy);
-  tensor_list out{y.detach()};
-  for (const Tensor& leaf : leaves)
-    if (leaf.defined()) out.push_back(leaf.grad());
-  return out;
-}
 
 // Every element of got within tol of want, scaled by want's largest magnitude (a GEMM's error
 // grows with its inner size, not with each element's value).

@@ -141,19 +141,6 @@ namespace {
 
 const GeluApproximation kApproximations[] = {GeluApproximation::None, GeluApproximation::Tanh};
 
-// Runs f on fresh leaves holding `inputs`, backpropagates dy, returns the value and every
-// input's gradient (undefined inputs stay undefined and give none).
-tensor_list value_and_grads(const tensor_list& inputs, const Tensor& dy,
-                            const std::function<Tensor(const tensor_list&)>& f) {
-  tensor_list leaves;
-  for (const Tensor& t : inputs) leaves.push_back(t.defined() ? t.detach().requires_grad_() : Tensor());
-  const Tensor y = f(leaves);
-  y.backward(dy);
-  tensor_list out{y.detach()};
-  for (const Tensor& leaf : leaves)
-    if (leaf.defined()) out.push_back(leaf.grad());
-  return out;
-}
 
 std::optional<Tensor> maybe(const Tensor& t) { return t.defined() ? std::optional<Tensor>(t) : std::nullopt; }
 

@@ -377,3 +377,16 @@ TEST_CASE("from_blob views the caller's memory; the deleter runs once, after the
                           "from_blob: a tensor on cuda:0 needs the CUDA backend");
 #endif
 }
+
+TEST_CASE("options(): a tensor's dtype and device, without requires_grad, to make another like it") {
+  const Tensor t = randn({2, 3}, kFloat64).requires_grad_();
+  const TensorOptions o = t.options();
+  CHECK(o.dtype_ == kFloat64);
+  CHECK(o.device_ == kCPU);
+  CHECK(!o.requires_grad_);
+  const Tensor u = empty({4}, t.options());
+  CHECK(u.dtype() == kFloat64);
+  CHECK(u.device() == t.device());
+  CHECK(!u.requires_grad());
+  CHECK(zeros({1}, TensorOptions(kInt64)).options().dtype_ == kInt64);
+}
