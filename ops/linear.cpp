@@ -56,6 +56,11 @@ Shape output_sizes(const Tensor& x, int64_t out_features) {
   return sizes;
 }
 
+// A saved bias as the optional it came from (forward saves an absent bias as undefined).
+std::optional<Tensor> optional_bias(const Tensor& saved) {
+  return saved.defined() ? std::optional<Tensor>(saved) : std::nullopt;
+}
+
 // Whether a backward may take the epilogues: on the GPU, and not recording a graph.
 bool fused_backward(const Tensor& t) { return t.device().is_cuda() && !GradMode::is_enabled(); }
 
@@ -148,7 +153,7 @@ struct LinearGelu : Function<LinearGelu> {
     const tensor_list saved = ctx.saved_tensors();
     const Tensor& x = saved[0];
     const Tensor& weight = saved[1];
-    const std::optional<Tensor> bias = saved[2].defined() ? std::optional<Tensor>(saved[2]) : std::nullopt;
+    const std::optional<Tensor> bias = optional_bias(saved[2]);
     const Tensor x_rows = as_rows(x);
     // Recording a graph: the pre-activation again, on the tape (see the top of the file).
     const Tensor pre = GradMode::is_enabled() ? composite::linear(x_rows, weight, bias) : saved[3];
@@ -179,7 +184,7 @@ struct Mlp : Function<Mlp> {
     const tensor_list saved = ctx.saved_tensors();
     const Tensor& x = saved[0];
     const Tensor& w1 = saved[1];
-    const std::optional<Tensor> b1 = saved[2].defined() ? std::optional<Tensor>(saved[2]) : std::nullopt;
+    const std::optional<Tensor> b1 = optional_bias(saved[2]);
     const Tensor& w2 = saved[3];
     const Tensor x_rows = as_rows(x);
     Tensor pre = saved[4], h = saved[5];

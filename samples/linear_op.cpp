@@ -31,23 +31,14 @@
 
 #include <fmt/core.h>
 
-#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/minigrad.h>
-#if MINIGRAD_WITH_CUDA
-#include <minigrad/cuda/runtime.h>  // cuda::synchronize, only in a build with the CUDA backend
-#endif
+
+#include "samples/device.h"
 
 using namespace minigrad;
+using minigrad::samples::synchronize;
 
 namespace {
-
-void synchronize(Device device) {
-#if MINIGRAD_WITH_CUDA
-  if (device.is_cuda()) cuda::synchronize();
-#else
-  (void)device;  // no GPU in this build: every tensor is on the CPU
-#endif
-}
 
 // The tutorial's op: y = x W with W [in, out], its backward_weight as the tutorial wrote it.
 struct TutorialMatmul : Function<TutorialMatmul> {

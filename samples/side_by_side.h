@@ -12,11 +12,9 @@
 #include <fmt/core.h>
 
 #include <minigrad/core/allocator.h>
-#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/minigrad.h>
-#if MINIGRAD_WITH_CUDA
-#include <minigrad/cuda/runtime.h>  // cuda::synchronize, only in a build with the CUDA backend
-#endif
+
+#include "samples/device.h"
 
 namespace minigrad {
 namespace samples {
@@ -65,14 +63,6 @@ struct Measured {
   double peak_mib = 0;
   double allocated_mib = 0;
 };
-
-inline void synchronize(Device device) {
-#if MINIGRAD_WITH_CUDA
-  if (device.is_cuda()) cuda::synchronize();
-#else
-  (void)device;  // no GPU in this build: every tensor is on the CPU
-#endif
-}
 
 // Median time of `run` (forward + backward), then one more run counted by the allocator.
 inline Measured measure(Device device, const std::function<void()>& run) {

@@ -15,7 +15,6 @@
 // allocates tensors of the same sizes, so its memory must come from the cache.
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,7 +27,10 @@
 #include <minigrad/cuda/runtime.h>
 #endif
 
+#include "samples/device.h"
+
 using namespace minigrad;
+using minigrad::samples::choose_device;
 
 namespace {
 
@@ -84,23 +86,6 @@ double accuracy(SpiralNet& model, const Dataset& data) {
   NoGradGuard no_grad;
   const Tensor predicted = argmax(model.forward(data.inputs), 1);
   return (predicted == data.labels).to(kFloat64).mean().item<double>();
-}
-
-// The device to train on: the GPU when one is present (this build has the CUDA backend
-// and found a GPU), else the CPU; `--device cpu` or `--device cuda` says which.
-Device choose_device(int argc, char** argv) {
-  Device device = cuda_is_available() ? Device::cuda() : kCPU;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--device") != 0) continue;
-    if (std::strcmp(argv[i + 1], "cpu") == 0) device = kCPU;
-    if (std::strcmp(argv[i + 1], "cuda") == 0) device = Device::cuda();
-  }
-  if (device.is_cuda() && !cuda_is_available()) {
-    fmt::print("CUDA was requested but is not usable here (no CUDA backend in this build, or no GPU); "
-               "training on the CPU.\n");
-    device = kCPU;
-  }
-  return device;
 }
 
 // On the GPU: the caching allocator's counters. The first step fills the cache (the

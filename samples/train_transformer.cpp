@@ -58,16 +58,17 @@
 // when later tokens do (the causal mask, checked directly at the end).
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <memory>
 #include <string>
 
 #include <fmt/core.h>
 
-#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/minigrad.h>
 
+#include "samples/device.h"
+
 using namespace minigrad;
+using minigrad::samples::choose_device;
 
 namespace {
 
@@ -249,23 +250,6 @@ bool causal_mask_holds(Transformer& model, const Tensor& tokens, int64_t cut) {
   fmt::print("causal mask: tokens {}..{} replaced; logits at positions 0..{} unchanged: {}; at {}..{} changed: {}\n",
              cut, S - 1, cut - 1, past_unchanged ? "yes" : "NO", cut, S - 1, future_changed ? "yes" : "no");
   return past_unchanged && future_changed;
-}
-
-// The device to train on: the GPU when one is present (this build has the CUDA backend
-// and found a GPU), else the CPU; `--device cpu` or `--device cuda` says which.
-Device choose_device(int argc, char** argv) {
-  Device device = cuda_is_available() ? Device::cuda() : kCPU;
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::strcmp(argv[i], "--device") != 0) continue;
-    if (std::strcmp(argv[i + 1], "cpu") == 0) device = kCPU;
-    if (std::strcmp(argv[i + 1], "cuda") == 0) device = Device::cuda();
-  }
-  if (device.is_cuda() && !cuda_is_available()) {
-    fmt::print("CUDA was requested but is not usable here (no CUDA backend in this build, or no GPU); "
-               "training on the CPU.\n");
-    device = kCPU;
-  }
-  return device;
 }
 
 }  // namespace
