@@ -205,13 +205,21 @@ tensor_list FunctionNode::check_grad_inputs(tensor_list&& grads) const {
 }
 
 void FunctionNode::guard_once_differentiable(tensor_list& grad_inputs, const tensor_list& grad_outputs) const {
-  // What the gradients were computed from: the incoming gradients and the saved tensors.
-  // If none of them has history, a second backward cannot reach this node anyway.
+  // What the gradients may depend on: the incoming gradients, the saved tensors, and the
+  // forward's inputs themselves. The inputs count even when nothing of them was saved: a
+  // backward can read what its forward kept another way (cross_entropy on CUDA keeps the
+  // gradient its forward computed, not the logits), and the engine cannot see whether its
+  // result depends on them. Without their edges a second backward would report "does not
+  // require grad", or treat the gradient as constant, where the truth is that no second
+  // derivative was written. If none of these has history, a second backward cannot reach
+  // this node anyway.
   std::vector<Edge> edges;
   auto add_edge = [&](const Tensor& t) {
     if (t.defined() && t.requires_grad()) edges.push_back(gradient_edge(t));
   };
   for (const Tensor& g : grad_outputs) add_edge(g);
+  for (const Edge& e : next_edges())
+    if (e.valid()) edges.push_back(e);
   // A saved output was stored without its history (it would point back at this node: a
   // cycle), but its history is this node, which a second backward does reach.
   for (const SavedVariable& s : ctx_.saved_variables()) {

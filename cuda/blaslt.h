@@ -19,7 +19,8 @@ enum class GemmEpilogue {
   Gelu,           // aux = a b (the pre-activation, kept for the backward); out = gelu_tanh(aux)
   GeluBias,       // aux = a b + bias; out = gelu_tanh(aux)
   DGelu,          // out = (a b) * gelu_tanh'(aux)
-  DGeluBiasGrad,  // out = (a b) * gelu_tanh'(aux); bias [n] = out summed over its rows
+  DGeluBiasGrad,  // out = (a b) * gelu_tanh'(aux); bias [n] = out summed over its rows (no op uses
+                  // it: slower than DGelu then BiasGradOfA on dW's GEMM, docs/perf-notes.md)
   BiasGradOfA,    // out = a b; bias [m] = a summed along k (its row sums), read as the GEMM reads a
 };
 

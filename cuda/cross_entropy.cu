@@ -15,8 +15,8 @@
 // vocabulary: 50304 bf16 = 100 KB a row): far more than registers hold (256 threads x 32
 // elements is 8192), and a copy in shared memory would cap an SM at two such rows while
 // costing a shared-memory write and read per element. Read again, the row comes from L2: a
-// long row has a block of up to 1024 threads, so at most two rows are in flight per SM (2048
-// threads), 264 on an H200's 132 SMs: 26 MB of bf16 rows of 50304, within its 60 MB L2. A short
+// long row has a block of up to 512 threads, two blocks an SM, so at most two rows are in flight
+// per SM, 264 on an H200's 132 SMs: 26 MB of bf16 rows of 50304, well within its L2. A short
 // row (a warp each) is back in L1 or L2 a few hundred cycles after its first read. So the
 // logits cross HBM once, the gradient once, and nothing else does: no float32 copy of the
 // logits, no softmax tensor. One kernel serves every row length (a warp per row up to
@@ -57,17 +57,23 @@ namespace minigrad {
 namespace cuda {
 namespace {
 
-// Vectors each thread loads before using any: four 16-byte loads in flight per thread.
+// Vectors each thread loads before using any: four 16-byte loads in flight per thread. A batch
+// that runs past the row's end loads only what is there, so the row's last vectors come in one
+// batch (one memory latency) rather than one after another.
 constexpr int kUnroll = 4;
 // Rows of up to this many vectors per lane are held by a warp (bf16: C <= 1024), longer ones
 // by a block with about this many vectors per thread, within [kMinBlockThreads, kMaxBlockThreads].
 constexpr int64_t kVectorsPerLane = 4;
 constexpr int64_t kVectorsPerBlockThread = 4;
 constexpr int kMinBlockThreads = 64;
-// At most 1024 threads a block (64 registers a thread); 512 in double, whose fold needs more
-// than 64 registers.
+// At most 512 threads a block, and at most 64 registers a thread so that two blocks fit an SM
+// (64K registers): while one block combines its row's statistics (a __syncthreads), the other
+// keeps loads in flight. One block of 1024 threads an SM leaves the memory idle through each
+// combine (docs/perf-notes.md).
+// (double's fold needs more than 64 registers: one block an SM.)
+constexpr int kMaxBlockThreads = 512;
 template <typename T>
-constexpr int kMaxBlockThreads = std::is_same_v<compute_t<T>, double> ? 512 : 1024;
+constexpr int kBlocksPerSM = std::is_same_v<compute_t<T>, double> ? 1 : 2;
 constexpr int kScaleThreads = 256;
 constexpr int kCountThreads = 256;
 constexpr int64_t kMaxGrid = 4096;  // grid-stride loops beyond that
@@ -100,6 +106,11 @@ __device__ __forceinline__ RowSplit split_row(const T* row, int64_t n) {
 }
 
 // ---- pass 1: the row's statistics ----
+
+// Asks for the memory at p to be brought into L2, without waiting for it or holding a register.
+__device__ __forceinline__ void prefetch_to_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 
 template <typename acc_t>
 struct RowStats {
@@ -156,15 +167,20 @@ __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int
   const RowSplit split = split_row(x, n);
   if (thread < split.head) fold_element(thread);
   const Vector* body = reinterpret_cast<const Vector*>(x + split.head);
-  int64_t k = thread;
-  for (; k + (kUnroll - 1) * threads < split.vectors; k += kUnroll * threads) {
+  // The whole of this thread's share of the row is requested at once, into L2: a prefetch
+  // holds no register, so all of a long row is in flight where the loads below keep only
+  // kUnroll vectors a thread (about 64 KB an SM, too little to cover HBM's latency at the copy
+  // rate); they then find their vectors in L2 or on the way there.
+  for (int64_t k = thread; k < split.vectors; k += threads) prefetch_to_l2(body + k);
+  for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
     Vector loaded[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) loaded[u] = body[k + u * threads];
+    for (int u = 0; u < kUnroll; ++u)
+      if (k + u * threads < split.vectors) loaded[u] = body[k + u * threads];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) fold_vector(loaded[u]);
+    for (int u = 0; u < kUnroll; ++u)
+      if (k + u * threads < split.vectors) fold_vector(loaded[u]);
   }
-  for (; k < split.vectors; k += threads) fold_vector(body[k]);
   const int64_t tail = split.head + split.vectors * kVec;
   if (tail + thread < n) fold_element(tail + thread);  // the tail is shorter than a vector: one each
   return s;
@@ -199,15 +215,15 @@ __device__ __forceinline__ void write_row(const T* x, T* out, int64_t n, bool ve
       result.values[e] = convert_element<T>(value(convert_element<acc_t>(loaded.values[e]), first + e));
     dst[k] = result;
   };
-  int64_t k = thread;
-  for (; k + (kUnroll - 1) * threads < split.vectors; k += kUnroll * threads) {
+  for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
     Vector loaded[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) loaded[u] = in[k + u * threads];
+    for (int u = 0; u < kUnroll; ++u)
+      if (k + u * threads < split.vectors) loaded[u] = in[k + u * threads];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) store(loaded[u], k + u * threads);
+    for (int u = 0; u < kUnroll; ++u)
+      if (k + u * threads < split.vectors) store(loaded[u], k + u * threads);
   }
-  for (; k < split.vectors; k += threads) store(in[k], k);
   const int64_t tail = split.head + split.vectors * kVec;
   if (tail + thread < n) element(tail + thread);
 }
@@ -248,7 +264,8 @@ struct CrossEntropyArgs {
 
 // One row per warp (kWarpPerRow: kWarpsPerBlock rows a block) or per block.
 template <typename T, bool kWarpPerRow>
-__global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMaxBlockThreads<T>)
+__global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMaxBlockThreads,
+                                       kWarpPerRow ? 1 : kBlocksPerSM<T>)
     cross_entropy_kernel(const CrossEntropyArgs<T> a) {
   using acc_t = compute_t<T>;
   __shared__ RowStats<acc_t> partials[kWarpSize];
@@ -396,7 +413,7 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& targets, const Cross
       const int64_t per_warp = kVectorsPerBlockThread * kWarpSize;
       const int64_t warps = (vectors + per_warp - 1) / per_warp;
       const int threads =
-          static_cast<int>(std::clamp<int64_t>(warps * kWarpSize, kMinBlockThreads, kMaxBlockThreads<T>));
+          static_cast<int>(std::clamp<int64_t>(warps * kWarpSize, kMinBlockThreads, kMaxBlockThreads));
       cross_entropy_kernel<T, false><<<blocks_for_rows(rows, 1, op), threads, 0, stream>>>(a);
     }
     MG_CUDA_CHECK_LAUNCH(op);

@@ -17,7 +17,8 @@
 // the output tile is still in registers: the forward's bias and GELU, the backward's bias
 // sum (accumulated while dW's GEMM reads dy) and, in mlp, gelu' applied to the GEMM that
 // computes the hidden layer's gradient. What cuBLASLt does not offer runs as ops after the
-// GEMM: the exact (erf) GELU, which its epilogues do not have, and linear_gelu's own gelu',
+// GEMM: the exact (erf) GELU, which its epilogues do not have, GELU in float32 and float64,
+// which they compute at half precision (gelu_epilogue_serves), and linear_gelu's own gelu',
 // which applies to the incoming gradient rather than to a GEMM's output (one elementwise
 // kernel, gelu_backward). On the CPU every step is an op: matmul, add, gelu, sum.
 //
@@ -64,6 +65,16 @@ std::optional<Tensor> optional_bias(const Tensor& saved) {
 // Whether a backward may take the epilogues: on the GPU, and not recording a graph.
 bool fused_backward(const Tensor& t) { return t.device().is_cuda() && !GradMode::is_enabled(); }
 
+// Whether cuBLASLt's GELU epilogues are precise enough for the dtype: only for float16 and
+// bfloat16. They evaluate tanh at about float16's precision: on an H200 their gelu' in
+// float32 was off by 2e-5 relative (float32's own rounding is 6e-8), their GELU in float64 by
+// 2e-9 (docs/perf-notes.md). A half-precision result rounds that away; a float32 or float64
+// user expects their dtype's precision, and gets the GEMM with the bias epilogue and the
+// project's GELU kernels.
+bool gelu_epilogue_serves(const Tensor& t, GeluApproximation approximate) {
+  return t.device().is_cuda() && is_half(t.dtype()) && approximate == GeluApproximation::Tanh;
+}
+
 // ---- the forward products ----
 
 // x_rows W^T + b. On the GPU the bias is the GEMM's epilogue.
@@ -83,7 +94,7 @@ struct Activated {
 };
 Activated affine_gelu(const Tensor& x_rows, const Tensor& weight, const std::optional<Tensor>& bias,
                       GeluApproximation approximate) {
-  if (x_rows.device().is_cuda() && approximate == GeluApproximation::Tanh) {
+  if (gelu_epilogue_serves(x_rows, approximate)) {
     const Tensor y = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
     const Tensor pre = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
     const bool fused = bias ? cuda::gemm_with_epilogue(x_rows, weight.t(), y, GemmEpilogue::GeluBias,
@@ -198,26 +209,22 @@ struct Mlp : Function<Mlp> {
     Tensor dx, dw1, db1;
     const bool want_hidden = ctx.needs_input_grad(0) || ctx.needs_input_grad(1) || ctx.needs_input_grad(2);
     if (want_hidden) {
-      // d(pre) = (g W2) * gelu'(pre): on the GPU (tanh form) gelu', and b1's gradient with it,
-      // in the epilogue of the GEMM g W2.
+      // d(pre) = (g W2) * gelu'(pre): on the GPU (tanh form, half types) gelu' in the epilogue
+      // of the GEMM g W2. b1's gradient, the sum of d(pre)'s rows, comes from dW1's epilogue,
+      // not from cuBLASLt's DGELU_BGRAD: on an H200 that epilogue made the GEMM 3.2x slower
+      // than the bare one, where DGELU alone costs 1.36x and the sum in dW1's GEMM 1.25x
+      // (docs/perf-notes.md).
       Tensor d_pre;
-      if (fused_backward(g) && approximate == GeluApproximation::Tanh) {
+      if (fused_backward(g) && gelu_epilogue_serves(g, approximate)) {
         const Tensor out = empty({g.size(0), w2.size(1)}, g.options());
-        const Tensor bias_grad = empty({w2.size(1)}, g.options());
-        const bool fused =
-            b1 ? cuda::gemm_with_epilogue(g, w2, out, GemmEpilogue::DGeluBiasGrad, bias_grad, pre.contiguous())
-               : cuda::gemm_with_epilogue(g, w2, out, GemmEpilogue::DGelu, Tensor(), pre.contiguous());
-        if (fused) {
-          d_pre = out;
-          if (b1) db1 = bias_grad;
-        }
+        if (cuda::gemm_with_epilogue(g, w2, out, GemmEpilogue::DGelu, Tensor(), pre.contiguous())) d_pre = out;
       }
-      if (!d_pre.defined()) {
-        d_pre = gelu_backward(matmul(g, w2), pre, approximate);
-        if (ctx.needs_input_grad(2)) db1 = sum(d_pre, {0});
-      }
+      if (!d_pre.defined()) d_pre = gelu_backward(matmul(g, w2), pre, approximate);
       if (ctx.needs_input_grad(0)) dx = backward_input(d_pre, w1, x.sizes());
-      if (ctx.needs_input_grad(1)) dw1 = backward_weight_and_bias(d_pre, x_rows, true, false).weight;
+      const WeightGrads d1 =
+          backward_weight_and_bias(d_pre, x_rows, ctx.needs_input_grad(1), ctx.needs_input_grad(2));
+      dw1 = d1.weight;
+      db1 = d1.bias;
     }
     return {dx, dw1, db1, d2.weight, d2.bias, Tensor()};
   }

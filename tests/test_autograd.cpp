@@ -333,6 +333,29 @@ TEST_CASE("a once-differentiable Function: first backward works, a second one na
   CHECK_THROWS_CONTAINING(g.sum().backward(), "RawDoubler.backward is once differentiable");
 }
 
+// Computes its gradient in forward and keeps it in its state, saving no tensor (as
+// cross_entropy does on CUDA): the gradient still depends on x.
+struct GradientInForward : Function<GradientInForward> {
+  static constexpr bool is_once_differentiable = true;
+  struct State {
+    Tensor gradient;
+  };
+  static Tensor forward(Context& ctx, const Tensor& x) {
+    ctx.state<State>().gradient = x * 2.0;
+    return x * x;
+  }
+  static tensor_list backward(Context& ctx, tensor_list g) { return {g[0] * ctx.state<State>().gradient}; }
+};
+
+TEST_CASE("a once-differentiable Function that saved no tensor: a second backward names it, not 'no grad_fn'") {
+  Tensor x = from_vector<double>({3}, {1}).requires_grad_();
+  // dy = 1 has no history and nothing was saved: only the edge to x connects g to x.
+  Tensor g = autograd::grad({GradientInForward::apply(x).sum()}, {x}, {}, std::nullopt, true)[0];
+  CHECK(g.item<double>() == 6.0);
+  CHECK(g.requires_grad());
+  CHECK_THROWS_CONTAINING(autograd::grad({g.sum()}, {x}), "GradientInForward.backward is once differentiable");
+}
+
 // ---- a complete Context ----
 
 // Two outputs, the second an auxiliary statistic that is not differentiable.

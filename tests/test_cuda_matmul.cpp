@@ -165,7 +165,7 @@ TEST_CASE("float32 matmul on the GPU does not use TF32 unless asked" * doctest::
 }
 #endif
 
-TEST_CASE("matmul on the GPU: float16 and bfloat16 accumulate in float" * doctest::skip(!cuda_is_available())) {
+TEST_CASE("matmul on the GPU: float16 and bfloat16 accumulate in float (half-precision cuBLAS)" * doctest::skip(!cuda_is_available())) {
   manual_seed(304);
   for (DType half : kHalfDTypes) {
     CAPTURE(half);

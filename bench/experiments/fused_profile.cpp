@@ -1,12 +1,12 @@
-// Experiment: the fused row ops at bench_gpu's reference shapes, forward then backward, a few
-// times each and nothing else, for a profiler to look at (Nsight Compute picks the kernels by
-// name). Not part of the build: docs/perf-notes.md's profiles of the normalization and
+// Experiment: the fused row ops (and cross_entropy) at bench_gpu's reference shapes, forward
+// then backward, a few times each and nothing else, for a profiler to look at (Nsight Compute
+// picks the kernels by name). Not part of the build: docs/perf-notes.md's profiles of the normalization and
 // softmax_dropout kernels came from it. On the GPU machine, after a CUDA build in build-gpu:
 //
 //   g++ -std=c++17 -O2 -Ibuild-gpu/include -I.deps/root/usr/include bench/experiments/fused_profile.cpp \
 //     build-gpu/libminigrad.a -L.deps/root/usr/lib/x86_64-linux-gnu -lfmt -L/usr/local/cuda/lib64 \
 //     -lcublasLt -lcublas -lcudart -lpthread -o build-gpu/fused_profile
-//   ncu -k regex:'normalization|softmax_dropout' --launch-skip 6 --launch-count 6 \
+//   ncu -k regex:'normalization|softmax_dropout|cross_entropy' --launch-skip 6 --launch-count 6 \
 //     --section SpeedOfLight --section Occupancy --section WarpStateStats build-gpu/fused_profile
 //
 // Each op runs `repeats` times (argument 1, default 3): the first runs warm the caching
@@ -30,6 +30,19 @@ int main(int argc, char** argv) {
     const Tensor bias = randn({hidden}, bf16).requires_grad_();
     const Tensor grad = randn({rows, hidden}, bf16);
     for (int i = 0; i < repeats; ++i) layer_norm_gelu(x, {hidden}, weight, bias).backward(grad);
+  }
+  {
+    // cross_entropy over a GPT-2 vocabulary: forward alone, then forward (which writes the
+    // gradient) + backward.
+    const int64_t tokens = 8192, vocab = 50304;
+    const Tensor logits = randn({tokens, vocab}, bf16);
+    const Tensor targets = randint(vocab, {tokens}, TensorOptions(kInt64).device(Device::cuda()));
+    for (int i = 0; i < repeats; ++i) (void)cross_entropy(logits, targets);
+    Tensor leaf = logits.detach().requires_grad_();
+    for (int i = 0; i < repeats; ++i) {
+      leaf.mutable_grad() = Tensor();
+      cross_entropy(leaf, targets).backward();
+    }
   }
   {
     const Tensor scores = randn({4, 16, 1024, 1024}, bf16).requires_grad_();
