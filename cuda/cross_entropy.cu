@@ -68,9 +68,9 @@ constexpr int64_t kVectorsPerBlockThread = 4;
 constexpr int kMinBlockThreads = 64;
 // At most 512 threads a block, and at most 64 registers a thread so that two blocks fit an SM
 // (64K registers): while one block combines its row's statistics (a __syncthreads), the other
-// keeps loads in flight. One block of 1024 threads an SM leaves the memory idle through each
-// combine (docs/perf-notes.md).
-// (double's fold needs more than 64 registers: one block an SM.)
+// can keep loads in flight. (double's fold needs more than 64 registers: one block an SM.)
+// Measured, this was no faster than one block of 1024 threads an SM, and the kernel runs at
+// 0.56-0.59 of the copy rate either way, for a cause not yet found (docs/perf-notes.md).
 constexpr int kMaxBlockThreads = 512;
 template <typename T>
 constexpr int kBlocksPerSM = std::is_same_v<compute_t<T>, double> ? 1 : 2;
@@ -106,11 +106,6 @@ __device__ __forceinline__ RowSplit split_row(const T* row, int64_t n) {
 }
 
 // ---- pass 1: the row's statistics ----
-
-// Asks for the memory at p to be brought into L2, without waiting for it or holding a register.
-__device__ __forceinline__ void prefetch_to_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
 
 template <typename acc_t>
 struct RowStats {
@@ -167,11 +162,6 @@ __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int
   const RowSplit split = split_row(x, n);
   if (thread < split.head) fold_element(thread);
   const Vector* body = reinterpret_cast<const Vector*>(x + split.head);
-  // The whole of this thread's share of the row is requested at once, into L2: a prefetch
-  // holds no register, so all of a long row is in flight where the loads below keep only
-  // kUnroll vectors a thread (about 64 KB an SM, too little to cover HBM's latency at the copy
-  // rate); they then find their vectors in L2 or on the way there.
-  for (int64_t k = thread; k < split.vectors; k += threads) prefetch_to_l2(body + k);
   for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
     Vector loaded[kUnroll];
 #pragma unroll

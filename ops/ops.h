@@ -135,13 +135,14 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 // (or [in_features]), bias [out_features] or none; the result is [..., out_features].
 Tensor linear(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt);
 enum class GeluApproximation { None, Tanh };  // None: exact, x * Phi(x) with erf
-// gelu(linear(x, weight, bias)): on the GPU one cuBLASLt GEMM whose epilogue adds the bias
-// and applies GELU (the tanh form; the exact one runs the GELU kernel after the GEMM).
+// gelu(linear(x, weight, bias)): on the GPU in float16/bfloat16 one cuBLASLt GEMM whose
+// epilogue adds the bias and applies GELU (the tanh form); the exact form, float32 and
+// float64 run the GELU kernel after the GEMM (cuBLASLt's GELU is half-precise).
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias = std::nullopt,
                    GeluApproximation approximate = GeluApproximation::None);
 // The transformer's feed-forward block, linear(gelu(linear(x, w1, b1)), w2, b2): w1 [hidden,
-// in], w2 [out, hidden]. Its backward applies gelu' and sums b1's gradient in the epilogue
-// of the GEMM that computes the hidden layer's gradient.
+// in], w2 [out, hidden]. Its backward applies gelu' in the epilogue of the GEMM that computes
+// the hidden layer's gradient, and sums b1's gradient in the epilogue of dW1's.
 Tensor mlp(const Tensor& x, const Tensor& w1, const std::optional<Tensor>& b1, const Tensor& w2,
            const std::optional<Tensor>& b2, GeluApproximation approximate = GeluApproximation::None);
 namespace composite {
