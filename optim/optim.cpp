@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <utility>
 
 #include <minigrad/autograd/grad_mode.h>
@@ -19,17 +20,22 @@ namespace optim {
 namespace {
 
 // The parameters with a gradient, split by how a step updates them: groups of CUDA
-// parameters of one device and dtype, each updated by one multi-tensor call, and the rest
-// (CPU parameters, and the rare layouts the kernels do not take), one at a time with tensor
-// ops.
+// parameters of one device, dtype and weight decay (the kernels take one decay a launch),
+// each updated by one multi-tensor call, and the rest (CPU parameters, and the rare layouts
+// the kernels do not take), one at a time with tensor ops.
 struct StepPlan {
-  std::vector<std::vector<size_t>> cuda_groups;
+  struct CudaGroup {
+    double weight_decay;
+    std::vector<size_t> indices;
+  };
+  std::vector<CudaGroup> cuda_groups;
   std::vector<size_t> one_at_a_time;
 };
 
-StepPlan plan_step(const std::vector<Tensor>& params) {
+StepPlan plan_step(const std::vector<Tensor>& params, const std::vector<double>& weight_decays) {
   StepPlan plan;
-  std::map<std::pair<int, DType>, std::vector<size_t>> groups;  // ordered: the same launches every run
+  // Ordered: the same launches every run.
+  std::map<std::tuple<int, DType, double>, std::vector<size_t>> groups;
   for (size_t i = 0; i < params.size(); ++i) {
     const Tensor& p = params[i];
     const Tensor& g = p.grad();
@@ -38,13 +44,22 @@ StepPlan plan_step(const std::vector<Tensor>& params) {
     // dtype; a view with gaps, or a gradient of another dtype or device (which the tensor ops
     // convert, or refuse with a clear error), takes the tensor ops.
     if (p.device().is_cuda() && p.is_contiguous() && g.device() == p.device() && g.dtype() == p.dtype())
-      groups[{p.device().index, p.dtype()}].push_back(i);
+      groups[{p.device().index, p.dtype(), weight_decays[i]}].push_back(i);
     else
       plan.one_at_a_time.push_back(i);
   }
-  for (auto& entry : groups) plan.cuda_groups.push_back(std::move(entry.second));
+  for (auto& entry : groups) plan.cuda_groups.push_back({std::get<2>(entry.first), std::move(entry.second)});
   return plan;
 }
+
+// Each parameter's weight decay: its group's, or the options' where its group has none.
+std::vector<double> resolved(const std::vector<std::optional<double>>& group_weight_decays, double options_weight_decay) {
+  std::vector<double> out;
+  for (const std::optional<double>& d : group_weight_decays) out.push_back(d.value_or(options_weight_decay));
+  return out;
+}
+
+std::vector<ParamGroup> one_group(std::vector<Tensor> params) { return {ParamGroup{std::move(params), std::nullopt}}; }
 
 // The gradient as the kernels read it: contiguous (a copy where it is not; never written).
 Tensor contiguous_grad(const Tensor& p) {
@@ -54,8 +69,16 @@ Tensor contiguous_grad(const Tensor& p) {
 
 }  // namespace
 
-Optimizer::Optimizer(std::vector<Tensor> params, double lr) : params_(std::move(params)), lr_(lr) {
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr) : lr_(lr) {
   MG_CHECK(lr >= 0.0, "optimizer: the learning rate must be at least 0, got {}", lr);
+  for (size_t k = 0; k < groups.size(); ++k) {
+    MG_CHECK(groups[k].weight_decay.value_or(0.0) >= 0.0,
+             "optimizer: parameter group {}'s weight_decay must be at least 0, got {}", k, *groups[k].weight_decay);
+    for (Tensor& p : groups[k].params) {
+      params_.push_back(std::move(p));
+      weight_decays_.push_back(groups[k].weight_decay);
+    }
+  }
   for (size_t i = 0; i < params_.size(); ++i) {
     MG_CHECK(params_[i].defined() && is_floating(params_[i].dtype()),
              "optimizer: parameter {} must be a defined floating tensor", i);
@@ -85,7 +108,10 @@ void Optimizer::write_back(size_t i) {
   if (masters_[i].defined()) params_[i].copy_(masters_[i]);
 }
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params), options.lr), options_(options) {
+SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(one_group(std::move(params)), options) {}
+
+SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
+    : Optimizer(std::move(groups), options.lr), options_(options) {
   MG_CHECK(options.momentum >= 0.0 && options.weight_decay >= 0.0,
            "SGD: momentum and weight_decay must be at least 0, got {} and {}", options.momentum, options.weight_decay);
   MG_CHECK(!options.nesterov || (options.momentum > 0.0 && options.dampening == 0.0),
@@ -95,13 +121,13 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(p
 
 void SGD::step() {
   NoGradGuard no_grad;
-  const StepPlan plan = plan_step(params_);
+  const StepPlan plan = plan_step(params_, resolved(weight_decays_, options_.weight_decay));
   const bool has_momentum = options_.momentum != 0.0;
-  for (const std::vector<size_t>& group : plan.cuda_groups) {
+  for (const StepPlan::CudaGroup& group : plan.cuda_groups) {
     // Parameters whose momentum buffer is new take their first step (buf = g) in a launch of
     // their own: usually all of them at step 1 and none after.
     std::vector<size_t> first_step, later_step;
-    for (size_t i : group) {
+    for (size_t i : group.indices) {
       Tensor& w = master(i);
       if (has_momentum && !momentum_buffers_[i].defined()) {
         momentum_buffers_[i] = empty_like(w);  // every element written by the first step
@@ -120,7 +146,7 @@ void SGD::step() {
         if (has_momentum) buffers.push_back(momentum_buffers_[i]);
       }
       cuda::sgd_step(params, masters, grads, buffers,
-                     {lr_, options_.momentum, options_.dampening, options_.weight_decay, options_.nesterov,
+                     {lr_, options_.momentum, options_.dampening, group.weight_decay, options_.nesterov,
                       indices == &first_step});
       for (size_t i : *indices) {
         bump_version(params_[i]);
@@ -132,7 +158,8 @@ void SGD::step() {
   for (size_t i : plan.one_at_a_time) {
     Tensor& w = master(i);
     Tensor g = params_[i].grad().to(w.dtype());  // may be the gradient itself: never written
-    if (options_.weight_decay != 0.0) g = g + w * options_.weight_decay;
+    const double decay = weight_decay(i, options_.weight_decay);
+    if (decay != 0.0) g = g + w * decay;
     if (has_momentum) {
       Tensor& buf = momentum_buffers_[i];
       if (!buf.defined())
@@ -146,8 +173,10 @@ void SGD::step() {
   }
 }
 
-AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options)
-    : Optimizer(std::move(params), options.lr), options_(options) {
+AdamW::AdamW(std::vector<Tensor> params, AdamWOptions options) : AdamW(one_group(std::move(params)), options) {}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, AdamWOptions options)
+    : Optimizer(std::move(groups), options.lr), options_(options) {
   MG_CHECK(options.beta1 >= 0.0 && options.beta1 < 1.0 && options.beta2 >= 0.0 && options.beta2 < 1.0,
            "AdamW: betas must be in [0, 1), got ({}, {})", options.beta1, options.beta2);
   MG_CHECK(options.eps >= 0.0 && options.weight_decay >= 0.0, "AdamW: eps and weight_decay must be at least 0");
@@ -163,11 +192,12 @@ void AdamW::step() {
   const double bias_correction2 = 1.0 - std::pow(options_.beta2, t);
   const double step_size = lr_ / bias_correction1;
   const double sqrt_bias_correction2 = std::sqrt(bias_correction2);
-  const double decay = 1.0 - lr_ * options_.weight_decay;
-  const StepPlan plan = plan_step(params_);
-  for (const std::vector<size_t>& group : plan.cuda_groups) {
+  // p *= 1 - lr * weight_decay, with the parameter's group's weight decay.
+  auto decay_factor = [this](double weight_decay) { return 1.0 - lr_ * weight_decay; };
+  const StepPlan plan = plan_step(params_, resolved(weight_decays_, options_.weight_decay));
+  for (const StepPlan::CudaGroup& group : plan.cuda_groups) {
     std::vector<Tensor> params, masters, grads, exp_avg, exp_avg_sq;
-    for (size_t i : group) {
+    for (size_t i : group.indices) {
       Tensor& w = master(i);
       if (!exp_avg_[i].defined()) {
         exp_avg_[i] = zeros_like(w);
@@ -180,8 +210,9 @@ void AdamW::step() {
       exp_avg_sq.push_back(exp_avg_sq_[i]);
     }
     cuda::adamw_step(params, masters, grads, exp_avg, exp_avg_sq,
-                     {decay, options_.beta1, options_.beta2, step_size, sqrt_bias_correction2, options_.eps});
-    for (size_t i : group) {
+                     {decay_factor(group.weight_decay), options_.beta1, options_.beta2, step_size,
+                      sqrt_bias_correction2, options_.eps});
+    for (size_t i : group.indices) {
       bump_version(params_[i]);
       if (masters_[i].defined()) bump_version(masters_[i]);
       bump_version(exp_avg_[i]);
@@ -195,7 +226,7 @@ void AdamW::step() {
       exp_avg_[i] = zeros_like(w);
       exp_avg_sq_[i] = zeros_like(w);
     }
-    w.mul_(decay);
+    w.mul_(decay_factor(weight_decay(i, options_.weight_decay)));
     exp_avg_[i].mul_(options_.beta1).add_(g, 1.0 - options_.beta1);
     exp_avg_sq_[i].mul_(options_.beta2).add_(g * g, 1.0 - options_.beta2);
     const Tensor denominator = sqrt(exp_avg_sq_[i]) / sqrt_bias_correction2 + options_.eps;

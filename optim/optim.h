@@ -17,6 +17,7 @@
 // otherwise be lost, and a long run's small steps with it. On CUDA the kernel writes the
 // rounded value into the parameter in the same pass as the update.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <minigrad/core/tensor.h>
@@ -24,10 +25,19 @@
 namespace minigrad {
 namespace optim {
 
+// Parameters with a weight decay of their own: PyTorch's parameter groups, for the option
+// they are most used for. A transformer usually decays its matrices and not its biases or
+// normalization weights:
+//   AdamW({{matrices}, {vectors, /*weight_decay=*/0.0}}, AdamWOptions{...});
+struct ParamGroup {
+  std::vector<Tensor> params;
+  std::optional<double> weight_decay;  // none: the optimizer options' weight_decay
+};
+
 // What every optimizer shares: the parameters, the learning rate, zero_grad.
 class Optimizer {
  public:
-  Optimizer(std::vector<Tensor> params, double lr);
+  Optimizer(std::vector<ParamGroup> groups, double lr);
   virtual ~Optimizer() = default;
   // One update of every parameter that has a gradient (one without is left as it is).
   virtual void step() = 0;
@@ -42,8 +52,13 @@ class Optimizer {
   // bfloat16), made at the first step. write_back copies a master copy into the parameter.
   Tensor& master(size_t i);
   void write_back(size_t i);
+  // Parameter i's weight decay: its group's, or the options' when its group has none.
+  double weight_decay(size_t i, double options_weight_decay) const {
+    return weight_decays_[i].value_or(options_weight_decay);
+  }
 
   std::vector<Tensor> params_;
+  std::vector<std::optional<double>> weight_decays_;  // each parameter's group's
   std::vector<Tensor> masters_;  // undefined for float32 and float64 parameters
   double lr_;
 };
@@ -61,6 +76,7 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   SGD(std::vector<Tensor> params, SGDOptions options);
+  SGD(std::vector<ParamGroup> groups, SGDOptions options);
   void step() override;
 
  private:
@@ -84,6 +100,7 @@ struct AdamWOptions {
 class AdamW : public Optimizer {
  public:
   AdamW(std::vector<Tensor> params, AdamWOptions options);
+  AdamW(std::vector<ParamGroup> groups, AdamWOptions options);
   void step() override;
   int64_t steps_taken() const { return step_; }
 

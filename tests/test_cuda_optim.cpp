@@ -6,7 +6,8 @@
 // transposed view (not contiguous: the tensor ops), a parameter whose gradient arrives at
 // step 3 (SGD's first step in a later launch), one that never has a gradient, and hundreds
 // of small tensors (more than one launch). float32, float64, and bfloat16 through its float32
-// master copy. Every element is checked, and the allocator's cache is filled with NaN first,
+// master copy. Parameter groups (a launch per weight decay) against an optimizer per group.
+// Every element is checked, and the allocator's cache is filled with NaN first,
 // so that an element a kernel forgets shows.
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "tests/cuda_test_support.h"
+#include "tests/optim_group_checks.h"
 
 using namespace minigrad;
 using namespace minigrad::test;
@@ -402,4 +404,11 @@ TEST_CASE("clip_grad_norm_ on the GPU: the total norm of 300 gradients in float6
       CHECK_ALLCLOSE(clipped[k].to(kFloat64), cpu_clipped[k].to(kFloat64), rtol, 0.0);
     }
   }
+}
+
+TEST_CASE("parameter groups on the GPU: each weight decay its own launch, the bits of an optimizer per group" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1204);
+  check_groups_match_separate_optimizers<optim::AdamW>(optim::AdamWOptions{3e-2, 0.8, 0.95, 1e-6, 0.1}, kGpu, 10);
+  check_groups_match_separate_optimizers<optim::SGD>(optim::SGDOptions{0.05, 0.9, 0.0, 0.1, true}, kGpu, 10);
 }

@@ -1,9 +1,11 @@
 // optim: SGD (momentum, dampening, Nesterov, weight decay) and AdamW against their formulas
 // written here in plain doubles, over 10 steps of random gradients; float32 master weights
-// for bfloat16 parameters; clip_grad_norm_; the cosine schedule; the errors.
+// for bfloat16 parameters; parameter groups; clip_grad_norm_; the cosine schedule; the errors.
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "tests/optim_group_checks.h"
 #include "tests/test_support.h"
 
 using namespace minigrad;
@@ -145,4 +147,17 @@ TEST_CASE("optimizer: a parameter listed twice is an error") {
   const Tensor w = randn({3}).requires_grad_();
   CHECK_THROWS_CONTAINING(optim::SGD({w, randn({2}).requires_grad_(), w}, optim::SGDOptions{}),
                           "optimizer: parameters 0 and 2 are the same tensor; list each parameter once");
+}
+
+TEST_CASE("parameter groups: each group steps with its own weight decay, as an optimizer of its own would") {
+  manual_seed(1102);
+  check_groups_match_separate_optimizers<optim::AdamW>(optim::AdamWOptions{3e-2, 0.8, 0.95, 1e-6, 0.1}, kCPU, 10);
+  check_groups_match_separate_optimizers<optim::SGD>(optim::SGDOptions{0.05, 0.9, 0.0, 0.1, true}, kCPU, 10);
+  Tensor p = ones({2}).requires_grad_();
+  CHECK_THROWS_CONTAINING(optim::AdamW({optim::ParamGroup{{p}, -0.5}}, optim::AdamWOptions{}),
+                          "optimizer: parameter group 0's weight_decay must be at least 0, got -0.5");
+  // A parameter in two groups is listed twice.
+  CHECK_THROWS_CONTAINING(optim::SGD({optim::ParamGroup{{p}, std::nullopt}, optim::ParamGroup{{p}, 0.0}},
+                                     optim::SGDOptions{}),
+                          "optimizer: parameters 0 and 1 are the same tensor");
 }
