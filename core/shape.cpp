@@ -70,16 +70,23 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
+bool broadcasts_to(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  const size_t lead = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i)
+    if (from[i] != 1 && from[i] != to[lead + i]) return false;
+  return true;
+}
+
 Shape broadcast_strides(const Tensor& t, const Shape& sizes) {
+  MG_CHECK(broadcasts_to(t.sizes(), sizes), "broadcast: shape {} does not broadcast to {}", shape_str(t.sizes()),
+           shape_str(sizes));
   const size_t n = sizes.size();
   const size_t k = static_cast<size_t>(t.dim());
-  MG_CHECK(k <= n, "broadcast: a {}-D tensor cannot broadcast to {}", k, shape_str(sizes));
   Shape strides(n, 0);
   for (size_t i = 0; i < k; ++i) {
     const size_t d = n - k + i;
     const int64_t s = t.sizes()[i];
-    MG_CHECK(s == sizes[d] || s == 1, "broadcast: shape {} does not broadcast to {}", shape_str(t.sizes()),
-             shape_str(sizes));
     strides[d] = (s == 1 && sizes[d] != 1) ? 0 : t.strides()[i];
   }
   return strides;

@@ -24,6 +24,9 @@ int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op);
 
 // NumPy broadcasting: sizes are aligned at the right; each pair is equal or one of them is 1.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+// Whether `from` broadcasts to exactly `to` (to's shape unchanged): from has at most to's dims,
+// and each of its sizes, aligned at the right, is to's or 1.
+bool broadcasts_to(const Shape& from, const Shape& to);
 
 // Strides that read `t` as if expanded to `sizes` (0 for broadcast dims). Requires that t's
 // shape broadcasts to `sizes`.

@@ -513,10 +513,7 @@ AttentionSpec check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
              "{}: argument 'attn_mask' must be bool or of the dtype of 'query' ({}), got {}", op, q.dtype(), m.dtype());
     check_same_device(op, "query", q, "attn_mask", m);
     const Shape scores = {q.size(0), q_heads, q.size(2), k.size(2)};
-    bool broadcasts = m.dim() <= 4;
-    for (int64_t i = 0; broadcasts && i < m.dim(); ++i)
-      broadcasts = m.size(i) == 1 || m.size(i) == scores[static_cast<size_t>(4 - m.dim() + i)];
-    MG_CHECK(broadcasts, "{}: argument 'attn_mask' has shape {}, which does not broadcast to the scores' shape {}", op,
+    MG_CHECK(broadcasts_to(m.sizes(), scores), "{}: argument 'attn_mask' has shape {}, which does not broadcast to the scores' shape {}", op,
              shape_str(m.sizes()), shape_str(scores));
     MG_CHECK(!m.requires_grad(),
              "{}: argument 'attn_mask' requires grad, and no gradient is computed for the mask (pass "

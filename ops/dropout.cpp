@@ -502,12 +502,7 @@ int64_t check_softmax_dropout(const char* op, const Tensor& x, int64_t dim, doub
     MG_CHECK(mask->dtype() == kBool || mask->dtype() == x.dtype(),
              "{}: argument 'mask' must be bool or of the dtype of 'self' ({}), got {}", op, x.dtype(), mask->dtype());
     check_same_device(op, "self", x, "mask", *mask);
-    bool broadcasts = mask->dim() <= x.dim();
-    for (int64_t i = 0; broadcasts && i < mask->dim(); ++i) {
-      const int64_t size = mask->size(i);
-      broadcasts = size == 1 || size == x.size(x.dim() - mask->dim() + i);
-    }
-    MG_CHECK(broadcasts, "{}: argument 'mask' has shape {}, which does not broadcast to the shape {} of 'self'", op,
+    MG_CHECK(broadcasts_to(mask->sizes(), x.sizes()), "{}: argument 'mask' has shape {}, which does not broadcast to the shape {} of 'self'", op,
              shape_str(mask->sizes()), shape_str(x.sizes()));
     MG_CHECK(!mask->requires_grad(),
              "{}: argument 'mask' requires grad, and no gradient is computed for the mask (pass mask.detach())", op);

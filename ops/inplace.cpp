@@ -16,6 +16,7 @@
 
 #include <minigrad/autograd/grad_mode.h>
 #include <minigrad/core/dispatch.h>
+#include <minigrad/core/shape.h>
 #include <minigrad/ops/cpu_loops.h>
 #include <minigrad/ops/ops.h>
 #include <minigrad/cuda/copy.h>
@@ -47,10 +48,7 @@ void check_writable(const char* op, const char* out_of_place, const Tensor& self
 
 // `other` must broadcast to exactly self's shape: self's shape cannot change in place.
 void check_broadcasts_to_self(const char* op, const char* arg, const Tensor& other, const Tensor& self) {
-  bool broadcasts = other.dim() <= self.dim();
-  for (int64_t i = 1; broadcasts && i <= other.dim(); ++i)
-    broadcasts = other.size(-i) == self.size(-i) || other.size(-i) == 1;
-  MG_CHECK(broadcasts, "{}: argument '{}' of shape {} does not broadcast to the shape {} of 'self'", op, arg,
+  MG_CHECK(broadcasts_to(other.sizes(), self.sizes()), "{}: argument '{}' of shape {} does not broadcast to the shape {} of 'self'", op, arg,
            shape_str(other.sizes()), shape_str(self.sizes()));
 }
 

@@ -52,13 +52,6 @@ StepPlan plan_step(const std::vector<Tensor>& params, const std::vector<double>&
   return plan;
 }
 
-// Each parameter's weight decay: its group's, or the options' where its group has none.
-std::vector<double> resolved(const std::vector<std::optional<double>>& group_weight_decays, double options_weight_decay) {
-  std::vector<double> out;
-  for (const std::optional<double>& d : group_weight_decays) out.push_back(d.value_or(options_weight_decay));
-  return out;
-}
-
 std::vector<ParamGroup> one_group(std::vector<Tensor> params) { return {ParamGroup{std::move(params), std::nullopt}}; }
 
 // The gradient as the kernels read it: contiguous (a copy where it is not; never written).
@@ -108,6 +101,12 @@ void Optimizer::write_back(size_t i) {
   if (masters_[i].defined()) params_[i].copy_(masters_[i]);
 }
 
+std::vector<double> Optimizer::weight_decays(double options_weight_decay) const {
+  std::vector<double> out;
+  for (const std::optional<double>& d : weight_decays_) out.push_back(d.value_or(options_weight_decay));
+  return out;
+}
+
 SGD::SGD(std::vector<Tensor> params, SGDOptions options) : SGD(one_group(std::move(params)), options) {}
 
 SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
@@ -121,7 +120,8 @@ SGD::SGD(std::vector<ParamGroup> groups, SGDOptions options)
 
 void SGD::step() {
   NoGradGuard no_grad;
-  const StepPlan plan = plan_step(params_, resolved(weight_decays_, options_.weight_decay));
+  const std::vector<double> decays = weight_decays(options_.weight_decay);
+  const StepPlan plan = plan_step(params_, decays);
   const bool has_momentum = options_.momentum != 0.0;
   for (const StepPlan::CudaGroup& group : plan.cuda_groups) {
     // Parameters whose momentum buffer is new take their first step (buf = g) in a launch of
@@ -158,8 +158,7 @@ void SGD::step() {
   for (size_t i : plan.one_at_a_time) {
     Tensor& w = master(i);
     Tensor g = params_[i].grad().to(w.dtype());  // may be the gradient itself: never written
-    const double decay = weight_decay(i, options_.weight_decay);
-    if (decay != 0.0) g = g + w * decay;
+    if (decays[i] != 0.0) g = g + w * decays[i];
     if (has_momentum) {
       Tensor& buf = momentum_buffers_[i];
       if (!buf.defined())
@@ -194,7 +193,8 @@ void AdamW::step() {
   const double sqrt_bias_correction2 = std::sqrt(bias_correction2);
   // p *= 1 - lr * weight_decay, with the parameter's group's weight decay.
   auto decay_factor = [this](double weight_decay) { return 1.0 - lr_ * weight_decay; };
-  const StepPlan plan = plan_step(params_, resolved(weight_decays_, options_.weight_decay));
+  const std::vector<double> decays = weight_decays(options_.weight_decay);
+  const StepPlan plan = plan_step(params_, decays);
   for (const StepPlan::CudaGroup& group : plan.cuda_groups) {
     std::vector<Tensor> params, masters, grads, exp_avg, exp_avg_sq;
     for (size_t i : group.indices) {
@@ -226,7 +226,7 @@ void AdamW::step() {
       exp_avg_[i] = zeros_like(w);
       exp_avg_sq_[i] = zeros_like(w);
     }
-    w.mul_(decay_factor(weight_decay(i, options_.weight_decay)));
+    w.mul_(decay_factor(decays[i]));
     exp_avg_[i].mul_(options_.beta1).add_(g, 1.0 - options_.beta1);
     exp_avg_sq_[i].mul_(options_.beta2).add_(g * g, 1.0 - options_.beta2);
     const Tensor denominator = sqrt(exp_avg_sq_[i]) / sqrt_bias_correction2 + options_.eps;

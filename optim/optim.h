@@ -52,10 +52,8 @@ class Optimizer {
   // bfloat16), made at the first step. write_back copies a master copy into the parameter.
   Tensor& master(size_t i);
   void write_back(size_t i);
-  // Parameter i's weight decay: its group's, or the options' when its group has none.
-  double weight_decay(size_t i, double options_weight_decay) const {
-    return weight_decays_[i].value_or(options_weight_decay);
-  }
+  // Each parameter's weight decay: its group's, or the options' where its group has none.
+  std::vector<double> weight_decays(double options_weight_decay) const;
 
   std::vector<Tensor> params_;
   std::vector<std::optional<double>> weight_decays_;  // each parameter's group's

@@ -143,6 +143,13 @@ TEST_CASE("shape helpers: broadcasting rules and dim wrapping") {
   CHECK(broadcast_shapes({}, {2, 2}, "add") == Shape{2, 2});
   CHECK(broadcast_shapes({0, 1}, {1, 3}, "add") == Shape{0, 3});
   CHECK_THROWS_CONTAINING(broadcast_shapes({3, 2}, {3}, "mul"), "mul: shapes [3, 2] and [3] do not broadcast");
+  // broadcasts_to: into exactly the second shape, never growing it.
+  CHECK(broadcasts_to({4, 1}, {3, 4, 5}));
+  CHECK(broadcasts_to({}, {2}));
+  CHECK(broadcasts_to({2, 3}, {2, 3}));
+  CHECK(!broadcasts_to({3, 4, 5}, {4, 5}));  // more dims than the target
+  CHECK(!broadcasts_to({2, 5}, {3, 5}));     // a size neither equal nor 1
+  CHECK(!broadcasts_to({5}, {5, 1}));        // would need the target's 1 to grow
   CHECK(wrap_dim(-1, 3, "sum") == 2);
   CHECK_THROWS_CONTAINING(wrap_dim(3, 3, "sum"), "sum: dim 3 is out of range for a 3-D tensor");
   CHECK(contiguous_strides({2, 3, 4}) == Shape{12, 4, 1});
