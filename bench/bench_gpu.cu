@@ -20,10 +20,11 @@
 // This file is a .cu only because it is a CUDA-only program (built with MINIGRAD_CUDA);
 // it launches no kernel of its own: everything it times goes through minigrad's ops.
 //
-//   bench_gpu --json PATH [--date YYYY-MM-DD] [--commit SHA]
+//   bench_gpu --json PATH [--date YYYY-MM-DD] [--commit SHA] [--attention-accuracy PATH]
 //
 // Writes the results JSON (format in bench/results/README.md) to PATH (bench/compare_pytorch.py then appends
-// PyTorch's rows to the same file) and prints a table. Exits 1 if any row failed (the
+// PyTorch's rows to the same file) and prints a table; with --attention-accuracy, the inputs and
+// outputs of compare_pytorch.py's accuracy check of attention (write_attention_accuracy). Exits 1 if any row failed (the
 // others are still measured and written), 2 on bad arguments or when no GPU is present.
 #include <cuda_runtime_api.h>
 
@@ -446,26 +447,43 @@ void linear_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
   }
 }
 
-// Attention's composite twin at (4, 16, 1024, 128) bf16: softmax_dropout(q k^T) v with the
-// [B, H, S, S] scores stored, the comparison the fused kernel is measured against (its rows
-// come with the CUDA kernel; until then scaled_dot_product_attention runs this twin on the
-// GPU). TFLOP/s counts 4 B H S^2 D forward and 2.5x that backward (3.5x for the full pass).
+// Attention in bf16 on the shapes of compare_pytorch.py's SDPA rows (B, H, S, D), causal or
+// not: the flash kernels, and at (4, 16, 1024, 128) also the composite twin, softmax_dropout(q
+// k^T) v with the [B, H, S, S] scores stored. TFLOP/s counts 4 B H S^2 D forward and 2.5x that
+// backward (3.5x for the full pass), halved when causal, as FlashAttention's papers count.
 void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
   const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
-  const int64_t b = 4, h = 16, n = 1024, d = 128;
-  const Tensor q = randn({b, h, n, d}, bf16_gpu), k = randn({b, h, n, d}, bf16_gpu), v = randn({b, h, n, d}, bf16_gpu);
-  const Tensor dy = randn({b, h, n, d}, bf16_gpu);
-  const double flops = 4.0 * b * h * n * n * d;
-  const Shape shape = {b, h, n, d};
-  auto twin = [](const tensor_list& t) { return composite::scaled_dot_product_attention(t[0], t[1], t[2]); };
-  rows.push_back(gemm_row("scaled_dot_product_attention", "minigrad_composite", shape, "fwd", flops, ceilings,
-                          [&] { twin({q, k, v}); }));
-  tensor_list leaves = {q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
-  rows.push_back(gemm_row("scaled_dot_product_attention", "minigrad_composite", shape, "full", 3.5 * flops, ceilings,
-                          [&] {
-                            for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
-                            twin(leaves).backward(dy);
-                          }));
+  struct Case {
+    Shape shape;
+    bool is_causal;
+    bool with_twin;
+  };
+  const Case cases[] = {{{4, 16, 4096, 128}, false, false}, {{4, 16, 4096, 128}, true, false},
+                        {{16, 16, 1024, 64}, false, false}, {{8, 12, 1024, 64}, true, false},
+                        {{4, 16, 1024, 128}, false, true}};
+  for (const Case& c : cases) {
+    const Shape& shape = c.shape;
+    const Tensor q = randn(shape, bf16_gpu), k = randn(shape, bf16_gpu), v = randn(shape, bf16_gpu);
+    const Tensor dy = randn(shape, bf16_gpu);
+    const double flops = 4.0 * shape[0] * shape[1] * shape[2] * shape[2] * shape[3] / (c.is_causal ? 2.0 : 1.0);
+    const std::string op = c.is_causal ? "scaled_dot_product_attention_causal" : "scaled_dot_product_attention";
+    using Attention = std::function<Tensor(const tensor_list&)>;
+    auto pass_rows = [&](const char* impl, const Attention& f) {
+      rows.push_back(gemm_row(op, impl, shape, "fwd", flops, ceilings, [&] { f({q, k, v}); }));
+      tensor_list leaves = {q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
+      rows.push_back(gemm_row(op, impl, shape, "full", 3.5 * flops, ceilings, [&] {
+        for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
+        f(leaves).backward(dy);
+      }));
+    };
+    pass_rows("minigrad", [&](const tensor_list& t) {
+      return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);
+    });
+    if (c.with_twin)
+      pass_rows("minigrad_composite", [&](const tensor_list& t) {
+        return composite::scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);
+      });
+  }
 }
 
 // cross_entropy over a GPT-2-sized vocabulary: [8192, 50304] bf16 logits (824 MB, far past
@@ -499,8 +517,39 @@ void cross_entropy_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device
   }
 }
 
+// For compare_pytorch.py's accuracy check of the flash kernels: bf16 q, k, v and dy, and what
+// minigrad computes from them (out, dq, dk, dv), for a causal head dim 64 case and a non-causal
+// head dim 128 one, in one safetensors file. PyTorch reads it, computes a float64 reference
+// and SDPA flash's own bf16 result on the same inputs, and compares the two errors.
+void write_attention_accuracy(const std::string& path, Device gpu) {
+  struct Case {
+    const char* name;
+    Shape shape;
+    bool is_causal;
+  };
+  const Case cases[] = {{"d64_causal", {2, 4, 1024, 64}, true}, {"d128", {2, 4, 1024, 128}, false}};
+  nn::NamedTensors tensors;
+  for (const Case& c : cases) {
+    const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
+    tensor_list leaves;
+    for (const char* name : {"q", "k", "v"}) {
+      leaves.push_back(randn(c.shape, bf16_gpu).requires_grad_());
+      tensors.emplace_back(fmt::format("{}.{}", c.name, name), leaves.back().detach());
+    }
+    const Tensor dy = randn(c.shape, bf16_gpu);
+    tensors.emplace_back(fmt::format("{}.dy", c.name), dy);
+    const Tensor out = scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], std::nullopt, 0.0, c.is_causal);
+    out.backward(dy);
+    tensors.emplace_back(fmt::format("{}.minigrad.out", c.name), out.detach());
+    for (size_t i = 0; i < 3; ++i)
+      tensors.emplace_back(fmt::format("{}.minigrad.d{}", c.name, "qkv"[i]), leaves[i].grad());
+  }
+  nn::save_safetensors(tensors, path);
+  fmt::print("attention accuracy inputs and minigrad's outputs written to {}\n", path);
+}
+
 int run(int argc, char** argv) {
-  std::string json_path, date = today_utc(), commit = "unknown";
+  std::string json_path, date = today_utc(), commit = "unknown", accuracy_path;
   for (int i = 1; i < argc; ++i) {
     const bool has_value = i + 1 < argc;
     if (std::strcmp(argv[i], "--json") == 0 && has_value) {
@@ -509,8 +558,11 @@ int run(int argc, char** argv) {
       date = argv[++i];
     } else if (std::strcmp(argv[i], "--commit") == 0 && has_value) {
       commit = argv[++i];
+    } else if (std::strcmp(argv[i], "--attention-accuracy") == 0 && has_value) {
+      accuracy_path = argv[++i];
     } else {
-      fmt::print(stderr, "usage: {} --json PATH [--date YYYY-MM-DD] [--commit SHA]\n", argv[0]);
+      fmt::print(stderr, "usage: {} --json PATH [--date YYYY-MM-DD] [--commit SHA] [--attention-accuracy PATH]\n",
+                 argv[0]);
       return 2;
     }
   }
@@ -649,7 +701,7 @@ int run(int argc, char** argv) {
   // 0.94-1.00 in runs with no matmul before it). compare_pytorch.py times PyTorch's matmul
   // after its memory rows too.
 
-  // The linear layers' GEMMs and attention's twin, against the matmul ceiling just measured.
+  // The linear layers' GEMMs and attention, against the matmul ceiling just measured.
   linear_rows(rows, ceilings, gpu);
   attention_rows(rows, ceilings, gpu);
 
@@ -696,6 +748,13 @@ int run(int argc, char** argv) {
     return 2;
   }
   fmt::print("results written to {}\n", json_path);
+  if (!accuracy_path.empty()) {
+    try {
+      write_attention_accuracy(accuracy_path, gpu);
+    } catch (const std::exception& e) {
+      failures.push_back(fmt::format("attention accuracy file: {}", e.what()));
+    }
+  }
   for (const std::string& f : failures) fmt::print("FAILED: {}\n", f);
   return failures.empty() ? 0 : 1;
 }

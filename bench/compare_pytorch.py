@@ -75,6 +75,66 @@ MIB = 1024.0 * 1024.0
 TARGETS_DOC = "the CUDA backend's and the fused ops' targets, docs/perf-notes.md"
 
 
+def read_safetensors(torch, path):
+    """A safetensors file as {name: CPU tensor}: through the safetensors package where it is
+    installed, else by reading the format (8-byte header length, JSON header, raw data)."""
+    try:
+        from safetensors.torch import load_file
+        return load_file(path)
+    except ImportError:
+        pass
+    dtypes = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+              "I64": torch.int64, "BOOL": torch.bool}
+    with open(path, "rb") as f:
+        blob = f.read()
+    n = int.from_bytes(blob[:8], "little")
+    header = json.loads(blob[8:8 + n])
+    data = bytearray(blob[8 + n:])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        t = torch.frombuffer(data[begin:end], dtype=dtypes[info["dtype"]]) if end > begin else \
+            torch.empty(0, dtype=dtypes[info["dtype"]])
+        out[name] = t.reshape(info["shape"]).clone()
+    return out
+
+
+def attention_accuracy(path):
+    """The flash kernels' error against PyTorch SDPA flash's, on the inputs bench_gpu saved
+    (--attention-accuracy): both against a float64 reference computed here, as max |error| /
+    max |reference| of out, dq, dk and dv. Returns failure strings: minigrad's error more than
+    1.5x flash's (bf16 rounding differs from kernel to kernel; a wrong kernel is far off)."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    dev = torch.device("cuda")
+    saved = read_safetensors(torch, path)
+    failures = []
+    print(f"attention accuracy ({path}): max |error| / max |reference|, against float64")
+    for case, causal in (("d64_causal", True), ("d128", False)):
+        q, k, v, dy = (saved[f"{case}.{n}"].to(dev) for n in ("q", "k", "v", "dy"))
+
+        def run(dtype, backend):
+            leaves = [t.to(dtype).requires_grad_() for t in (q, k, v)]
+            with sdpa_kernel(backend):
+                out = F.scaled_dot_product_attention(*leaves, is_causal=causal)
+            out.backward(dy.to(dtype))
+            return [out.detach()] + [t.grad for t in leaves]
+        reference = run(torch.float64, SDPBackend.MATH)
+        flash = run(torch.bfloat16, SDPBackend.FLASH_ATTENTION)
+        mine = [saved[f"{case}.minigrad.{n}"].to(dev) for n in ("out", "dq", "dk", "dv")]
+        for name, ref, fl, mg in zip(("out", "dq", "dk", "dv"), reference, flash, mine):
+            scale = ref.abs().max().item()
+            err_flash = (fl.double() - ref).abs().max().item() / scale
+            err_mine = (mg.double() - ref).abs().max().item() / scale
+            print(f"  {case:<11} {name:<4} minigrad {err_mine:.2e}   pytorch_flash {err_flash:.2e}")
+            if not err_mine <= 1.5 * err_flash:
+                failures.append(f"attention accuracy {case} {name}: minigrad {err_mine:.2e} vs flash {err_flash:.2e}")
+    return failures
+
+
 def median_gpu_ms(torch, work):
     """Median CUDA-event time of work() in ms; runs enqueued back to back, one wait at the end."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -735,6 +795,8 @@ def main():
     ap.add_argument("--compile-budget-s", type=float, default=240.0,
                     help="stop starting new torch.compile rows after this many seconds (default 240)")
     ap.add_argument("--table-only", action="store_true", help="print the table of the file; measure nothing")
+    ap.add_argument("--attention-accuracy", metavar="PATH",
+                    help="the file bench_gpu --attention-accuracy wrote: check the flash kernels' error")
     args = ap.parse_args()
 
     if os.path.exists(args.results):
@@ -755,6 +817,11 @@ def main():
             print(f"PyTorch rows written to {args.results}")
 
         failures = measure(doc, not args.no_compile, args.compile_budget_s, save)
+        if args.attention_accuracy:
+            try:
+                failures += attention_accuracy(args.attention_accuracy)
+            except Exception as e:
+                failures.append(f"attention accuracy: {type(e).__name__}: {e}")
     by_key = print_table(doc)
     check_targets(by_key)
     for f in failures:

@@ -23,6 +23,7 @@
 #include <minigrad/cuda/copy.h>
 #include <minigrad/cuda/cross_entropy.h>
 #include <minigrad/cuda/elementwise_stub.h>
+#include <minigrad/cuda/flash_attention.h>
 #include <minigrad/cuda/indexing.h>
 #include <minigrad/cuda/matmul.h>
 #include <minigrad/cuda/normalization.h>
@@ -92,6 +93,18 @@ void multinomial_with_replacement(const Tensor&, uint64_t, uint64_t, const Tenso
   raise_no_cuda_backend("multinomial");
 }
 void multinomial_race_keys(const Tensor&, uint64_t, uint64_t, const Tensor&) { raise_no_cuda_backend("multinomial"); }
+
+// ---- scaled_dot_product_attention ----
+bool flash_attention_supports(DType, int64_t, int64_t) { return false; }
+void flash_attention_forward(const Tensor&, const Tensor&, const Tensor&, const AttentionSpec&, const Tensor&,
+                             const Tensor&) {
+  raise_no_cuda_backend("scaled_dot_product_attention");
+}
+void flash_attention_backward(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                              const AttentionSpec&, const Tensor&, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend("scaled_dot_product_attention_backward");
+}
+// ---- end of scaled_dot_product_attention ----
 
 // ---- softmax_dropout ----
 void softmax_dropout_rows(const Tensor&, const SoftmaxDropoutRows&, const Tensor&, const Tensor&) {

@@ -28,8 +28,11 @@
 // keys its input: the composite twin, softmax_dropout(q k^T, ...) v, drops the same scores.
 //
 // float16 and bfloat16 inputs are computed in float32; float32 in float, float64 in double.
-// The log-sum-exp is float32 (double for float64). On the GPU the op runs as its twin (the
-// scores stored, S^2 memory) until its CUDA kernel exists.
+// The log-sum-exp is float32 (double for float64).
+//
+// On the GPU, float16 and bfloat16 with head dim 64 or 128 run the tensor-core kernels of
+// cuda/flash_attention.cu (the same algorithm, same names); other dtypes and head dims run
+// as the composite twin, which stores the scores.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -43,6 +46,7 @@
 #include <minigrad/core/generator.h>
 #include <minigrad/core/parallel.h>
 #include <minigrad/core/shape.h>
+#include <minigrad/cuda/flash_attention.h>
 #include <minigrad/kernels/dropout.h>
 #include <minigrad/ops/cpu_loops.h>
 #include <minigrad/ops/ops.h>
@@ -53,15 +57,7 @@ namespace {
 constexpr int64_t kQueryTile = 32;  // query rows one task owns
 constexpr int64_t kKeyTile = 64;    // keys scored at once
 
-// What the kernels apply besides q, k and v.
-struct AttentionSpec {
-  double scale = 1.0;
-  Tensor mask;  // undefined, bool (false masks out) or additive; broadcasts to [B, Hq, Sq, Sk]
-  bool is_causal = false;
-  bool drop = false;
-  dropout_bits::Mask dropout;
-  int64_t group = 1;  // query heads per key/value head (grouped-query attention)
-};
+using cuda::AttentionSpec;  // what the kernels apply besides q, k and v (the same on both devices)
 
 // A [B, H, S, D] tensor read a row (b, h, s) at a time: any strides, the last dim contiguous.
 template <typename T>
@@ -447,6 +443,23 @@ tensor_list backward_cpu(const Tensor& grad_in, const Tensor& q_in, const Tensor
   return {copy_as(dq, q_in.dtype(), kCPU), copy_as(dk, q_in.dtype(), kCPU), copy_as(dv, q_in.dtype(), kCPU)};
 }
 
+// The GPU's kernels (cuda/flash_attention.h) work in the inputs' dtype; L is float32.
+Outputs forward_cuda(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+  const TensorOptions on_device = TensorOptions(q.dtype()).device(q.device());
+  Outputs o{empty({q.size(0), q.size(1), q.size(2), v.size(3)}, on_device),
+            empty({q.size(0), q.size(1), q.size(2)}, on_device.dtype(kFloat32))};
+  cuda::flash_attention_forward(q, k, v, spec, o.out, o.log_sum_exp);
+  return o;
+}
+
+tensor_list backward_cuda(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                          const Tensor& log_sum_exp, const AttentionSpec& spec) {
+  const TensorOptions on_device = TensorOptions(q.dtype()).device(q.device());
+  Tensor dq = empty(q.sizes(), on_device), dk = empty(k.sizes(), on_device), dv = empty(v.sizes(), on_device);
+  cuda::flash_attention_backward(grad, q, k, v, out, log_sum_exp, spec, dq, dk, dv);
+  return {dq, dk, dv};
+}
+
 struct ScaledDotProductAttention : Function<ScaledDotProductAttention> {
   static constexpr bool is_once_differentiable = true;
   struct State {
@@ -454,7 +467,7 @@ struct ScaledDotProductAttention : Function<ScaledDotProductAttention> {
   };
   static Tensor forward(Context& ctx, const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
     ctx.state<State>().spec = spec;
-    const Outputs o = forward_cpu(q, k, v, spec);
+    const Outputs o = q.device().is_cuda() ? forward_cuda(q, k, v, spec) : forward_cpu(q, k, v, spec);
     // The mask too: a mask modified in place before the backward is then an error, not a
     // silently different gradient.
     ctx.save_for_backward({q, k, v, o.out, o.log_sum_exp, spec.mask});
@@ -462,7 +475,9 @@ struct ScaledDotProductAttention : Function<ScaledDotProductAttention> {
   }
   static tensor_list backward(Context& ctx, tensor_list grads) {
     const tensor_list s = ctx.saved_tensors();
-    const tensor_list g = backward_cpu(grads[0], s[0], s[1], s[2], s[3], s[4], ctx.state<State>().spec);
+    const AttentionSpec& spec = ctx.state<State>().spec;
+    const tensor_list g = s[0].device().is_cuda() ? backward_cuda(grads[0], s[0], s[1], s[2], s[3], s[4], spec)
+                                                  : backward_cpu(grads[0], s[0], s[1], s[2], s[3], s[4], spec);
     return {ctx.needs_input_grad(0) ? g[0] : Tensor(), ctx.needs_input_grad(1) ? g[1] : Tensor(),
             ctx.needs_input_grad(2) ? g[2] : Tensor(), Tensor()};
   }
@@ -494,9 +509,9 @@ AttentionSpec check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
            shape_str(v.sizes()));
   const int64_t q_heads = q.size(1), kv_heads = k.size(1);
   if (enable_gqa)
-    MG_CHECK(kv_heads > 0 && q_heads % kv_heads == 0,
-             "{}: with enable_gqa, the query heads ({}) must be a multiple of the key/value heads ({})", op, q_heads,
-             kv_heads);
+    MG_CHECK(kv_heads > 0 && q_heads > 0 && q_heads % kv_heads == 0,
+             "{}: with enable_gqa, the query heads ({}) must be a positive multiple of the key/value heads ({})", op,
+             q_heads, kv_heads);
   else
     MG_CHECK(q_heads == kv_heads,
              "{}: query has {} heads and key/value {}: pass enable_gqa=true for grouped-query attention", op, q_heads,
@@ -513,7 +528,8 @@ AttentionSpec check_attention(const Tensor& q, const Tensor& k, const Tensor& v,
              "{}: argument 'attn_mask' must be bool or of the dtype of 'query' ({}), got {}", op, q.dtype(), m.dtype());
     check_same_device(op, "query", q, "attn_mask", m);
     const Shape scores = {q.size(0), q_heads, q.size(2), k.size(2)};
-    MG_CHECK(broadcasts_to(m.sizes(), scores), "{}: argument 'attn_mask' has shape {}, which does not broadcast to the scores' shape {}", op,
+    MG_CHECK(broadcasts_to(m.sizes(), scores),
+             "{}: argument 'attn_mask' has shape {}, which does not broadcast to the scores' shape {}", op,
              shape_str(m.sizes()), shape_str(scores));
     MG_CHECK(!m.requires_grad(),
              "{}: argument 'attn_mask' requires grad, and no gradient is computed for the mask (pass "
@@ -538,8 +554,9 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const std::optional<Tensor>& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale, bool enable_gqa, Generator* generator) {
   AttentionSpec spec = check_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa);
-  // No CUDA kernel yet: on the GPU, the twin (its scores stored). Same arguments, same draws.
-  if (q.device().is_cuda())
+  // What the GPU's kernels do not run runs as the twin (its scores stored): same arguments,
+  // same draws.
+  if (q.device().is_cuda() && !cuda::flash_attention_supports(q.dtype(), q.size(3), v.size(3)))
     return composite::scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale, enable_gqa,
                                                    generator);
   // As softmax_dropout decides for the [B, Hq, Sq, Sk] scores: a stream only if any is drawn.

@@ -255,7 +255,12 @@ TEST_CASE("scaled_dot_product_attention: errors name the argument") {
                           "[1, 2, 3, 5]");
   CHECK_THROWS_CONTAINING(scaled_dot_product_attention(randn({1, 3, 3, 4}), k, v, std::nullopt, 0.0, false,
                                                        std::nullopt, true),
-                          "with enable_gqa, the query heads (3) must be a multiple of the key/value heads (2)");
+                          "with enable_gqa, the query heads (3) must be a positive multiple of the key/value "
+                          "heads (2)");
+  CHECK_THROWS_CONTAINING(scaled_dot_product_attention(randn({1, 0, 3, 4}), k, v, std::nullopt, 0.0, false,
+                                                       std::nullopt, true),
+                          "with enable_gqa, the query heads (0) must be a positive multiple of the key/value "
+                          "heads (2)");
   CHECK_THROWS_CONTAINING(scaled_dot_product_attention(randn({1, 4, 3, 4}), k, v),
                           "query has 4 heads and key/value 2: pass enable_gqa=true");
   CHECK_THROWS_CONTAINING(scaled_dot_product_attention(randn({2, 3, 4}), k, v), "must be 4-D");

@@ -4,6 +4,11 @@
 // half types against float64; the dropped scores the same on both devices for the same
 // generator state; gradcheck in float64 on the GPU. Outputs are allocated after the
 // allocator's cache was filled with NaN, so an element a kernel forgets shows.
+//
+// float16 and bfloat16 at head dims 64 and 128 run the flash kernels (cuda/flash_attention.cu);
+// everything else runs the composite twin on cuBLAS. The tests of the flash kernels say
+// "flash kernels" in their names; those of the twin's half types say "(half-precision
+// cuBLAS)", the kernels the sanitizers' initcheck and racecheck cannot follow on sm_90.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -11,7 +16,9 @@
 
 #include <fmt/core.h>
 
+#include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/core/generator.h>
+#include <minigrad/cuda/runtime.h>  // the allocator's statistics
 
 #include "tests/cuda_test_support.h"
 
@@ -80,10 +87,44 @@ void check_close_scaled(const Tensor& got, const Tensor& want, double tol) {
 
 namespace {
 
-tensor_list case_inputs(const Case& c) {
-  return {randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64),
-          randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64),
-          randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64)};
+// q, k, v and O's gradient dy, float64 on the CPU.
+struct CaseInputs {
+  tensor_list qkv;
+  Tensor dy;
+};
+
+CaseInputs case_inputs(const Case& c) {
+  return {{randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64),
+           randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64),
+           randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64)},
+          randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64)};
+}
+
+bool runs_flash_kernels(const Case& c) { return c.head_dim == 64 || c.head_dim == 128; }
+
+// The cases `which` selects, in float16 and bfloat16 on the GPU, against float64 on the CPU
+// from the same rounded values.
+template <typename Which>
+void check_half_types(Which which) {
+  for (const Case& c : kCases) {
+    if (!which(c)) continue;
+    CAPTURE(describe(c));
+    const CaseInputs in = case_inputs(c);
+    poison_gpu_cache(1 << 24);
+    for (DType half : kHalfDTypes) {
+      CAPTURE(dtype_name(half));
+      tensor_list rounded;
+      for (const Tensor& t : in.qkv) rounded.push_back(t.to(half).to(kFloat64));
+      const Tensor dy = in.dy.to(half).to(kFloat64);
+      const tensor_list reference = run(c, rounded, dy, kCPU, kFloat64);
+      const tensor_list gpu = run(c, rounded, dy, kGpu, half);
+      for (size_t i = 0; i < gpu.size(); ++i) {
+        CAPTURE(i);
+        CHECK(gpu[i].dtype() == half);
+        check_close_scaled(gpu[i], reference[i], half == kBFloat16 ? 4e-2 : 5e-3);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -93,11 +134,10 @@ TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every featur
   manual_seed(1300);
   for (const Case& c : kCases) {
     CAPTURE(describe(c));
-    const tensor_list inputs = case_inputs(c);
-    const Tensor dy = randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64);
+    const CaseInputs in = case_inputs(c);
     poison_gpu_cache(1 << 24);
-    const tensor_list cpu32 = run(c, inputs, dy, kCPU, kFloat32);
-    const tensor_list gpu32 = run(c, inputs, dy, kGpu, kFloat32);
+    const tensor_list cpu32 = run(c, in.qkv, in.dy, kCPU, kFloat32);
+    const tensor_list gpu32 = run(c, in.qkv, in.dy, kGpu, kFloat32);
     for (size_t i = 0; i < cpu32.size(); ++i) {
       CAPTURE(i);
       check_close_scaled(gpu32[i], cpu32[i], 1e-4);
@@ -105,31 +145,16 @@ TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every featur
   }
 }
 
-// The half types run their products on cuBLAS's half-precision kernels, which the sanitizers'
-// initcheck and racecheck cannot follow on sm_90: the name says so, and scripts/gpu-check
-// leaves this case to memcheck.
-TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every feature: float16 and bfloat16 "
-          "(half-precision cuBLAS)" * doctest::skip(!cuda_is_available())) {
+TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every feature: the flash kernels in float16 "
+          "and bfloat16" * doctest::skip(!cuda_is_available())) {
   manual_seed(1304);
-  for (const Case& c : kCases) {
-    CAPTURE(describe(c));
-    const tensor_list inputs = case_inputs(c);
-    const Tensor dy = randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64);
-    poison_gpu_cache(1 << 24);
-    for (DType half : kHalfDTypes) {
-      CAPTURE(dtype_name(half));
-      // The reference: float64 on the CPU, from the same rounded values.
-      tensor_list rounded;
-      for (const Tensor& t : inputs) rounded.push_back(t.to(half).to(kFloat64));
-      const tensor_list reference = run(c, rounded, dy.to(half).to(kFloat64), kCPU, kFloat64);
-      const tensor_list gpu = run(c, rounded, dy.to(half).to(kFloat64), kGpu, half);
-      for (size_t i = 0; i < gpu.size(); ++i) {
-        CAPTURE(i);
-        CHECK(gpu[i].dtype() == half);
-        check_close_scaled(gpu[i], reference[i], half == kBFloat16 ? 4e-2 : 5e-3);
-      }
-    }
-  }
+  check_half_types(runs_flash_kernels);
+}
+
+TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU: head dims the flash kernels do not run, "
+          "float16 and bfloat16 (half-precision cuBLAS)" * doctest::skip(!cuda_is_available())) {
+  manual_seed(1305);
+  check_half_types([](const Case& c) { return !runs_flash_kernels(c); });
 }
 
 TEST_CASE("scaled_dot_product_attention: the GPU drops the scores the CPU drops, for the same generator state" *
@@ -148,6 +173,87 @@ TEST_CASE("scaled_dot_product_attention: the GPU drops the scores the CPU drops,
     CHECK(equal(eq(gpu.cpu(), 0.0), eq(cpu, 0.0)));
     CHECK_ALLCLOSE(gpu.cpu(), cpu, 1e-10, 1e-10);
   }
+}
+
+TEST_CASE("scaled_dot_product_attention: the flash kernels drop the scores the CPU drops, for the same generator "
+          "state" * doctest::skip(!cuda_is_available())) {
+  manual_seed(1306);
+  // As above, in bfloat16 (the identity is exact in it): O = P * keep / (1 - p) rounded, zero
+  // exactly where a score is dropped. Head dim 128 = k_len, 45 queries (not a whole tile).
+  const int64_t batch = 2, heads = 2, q_len = 45, k_len = 128;
+  const Tensor q = randn({batch, heads, q_len, k_len}, kFloat64).to(kBFloat16);
+  const Tensor k = randn({batch, heads, k_len, k_len}, kFloat64).to(kBFloat16);
+  const Tensor v = eye(k_len, kFloat64).expand({batch, heads, k_len, k_len}).contiguous().to(kBFloat16);
+  for (bool is_causal : {false, true}) {
+    CAPTURE(is_causal);
+    Generator on_cpu(22), on_gpu(22);
+    const Tensor cpu = scaled_dot_product_attention(q.to(kFloat64), k.to(kFloat64), v.to(kFloat64), std::nullopt,
+                                                    0.4, is_causal, std::nullopt, false, &on_cpu);
+    const Tensor gpu = scaled_dot_product_attention(q.to(kGpu), k.to(kGpu), v.to(kGpu), std::nullopt, 0.4, is_causal,
+                                                    std::nullopt, false, &on_gpu)
+                           .cpu()
+                           .to(kFloat64);
+    CHECK(equal(eq(gpu, 0.0), eq(cpu, 0.0)));
+    CHECK_ALLCLOSE(gpu, cpu, 1e-2, 1e-3);
+  }
+}
+
+TEST_CASE("scaled_dot_product_attention: the flash kernels read strided views and give the same bits every run" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1307);
+  // q, k and v as views of one [B, S, 3, H, D] projection, transposed to [B, H, S, D]: strided
+  // rows, no copies. The kernels see the same values as from contiguous copies, so the same
+  // bits; and the backward has no atomics, so two runs agree bit for bit.
+  const int64_t batch = 2, len = 150, heads = 4, dim = 64;
+  const Tensor qkv = randn({batch, len, 3, heads, dim}, TensorOptions(kBFloat16).device(kGpu));
+  const Tensor dy = randn({batch, heads, len, dim}, TensorOptions(kBFloat16).device(kGpu));
+  auto run_once = [&](bool views) {
+    tensor_list leaves;
+    for (int64_t which = 0; which < 3; ++which) {
+      Tensor t = qkv.select(2, which).transpose(1, 2);
+      leaves.push_back((views ? t : t.contiguous()).detach().requires_grad_());
+    }
+    CHECK(leaves[0].is_contiguous() == !views);
+    Generator generator(5);
+    const Tensor out =
+        scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], std::nullopt, 0.1, true, std::nullopt, false,
+                                     &generator);
+    out.backward(dy);
+    return tensor_list{out.detach(), leaves[0].grad(), leaves[1].grad(), leaves[2].grad()};
+  };
+  const tensor_list first = run_once(true), again = run_once(true), contiguous = run_once(false);
+  for (size_t i = 0; i < first.size(); ++i) {
+    CAPTURE(i);
+    CHECK(equal(first[i], again[i]));
+    CHECK(equal(first[i], contiguous[i]));
+  }
+}
+
+TEST_CASE("scaled_dot_product_attention: the flash kernels never store the scores" *
+          doctest::skip(!cuda_is_available())) {
+#if MINIGRAD_WITH_CUDA
+  manual_seed(1308);
+  // One head of 4096 queries and keys: its score matrix alone is 32 MiB in bfloat16. The
+  // forward and backward together allocate O, L, D and the gradients, about 2.2 MiB.
+  const int64_t len = 4096, dim = 64;
+  const TensorOptions options = TensorOptions(kBFloat16).device(kGpu);
+  const Tensor q = randn({1, 1, len, dim}, options).requires_grad_();
+  const Tensor k = randn({1, 1, len, dim}, options).requires_grad_();
+  const Tensor v = randn({1, 1, len, dim}, options).requires_grad_();
+  const Tensor dy = randn({1, 1, len, dim}, options);
+  const size_t score_bytes = static_cast<size_t>(len * len) * 2;
+  const size_t before = cuda::allocator_stats(0).allocated_bytes;
+  cuda::reset_peak_stats(0);
+  const Tensor out = scaled_dot_product_attention(q, k, v, std::nullopt, 0.1, true);
+  out.backward(dy);
+  CHECK(cuda::allocator_stats(0).peak_allocated_bytes - before < score_bytes / 8);
+  // The twin, for contrast, stores them.
+  const Tensor qd = q.detach().requires_grad_(), kd = k.detach().requires_grad_(), vd = v.detach().requires_grad_();
+  cuda::reset_peak_stats(0);
+  const size_t before_twin = cuda::allocator_stats(0).allocated_bytes;
+  composite::scaled_dot_product_attention(qd, kd, vd, std::nullopt, 0.1, true).backward(dy);
+  CHECK(cuda::allocator_stats(0).peak_allocated_bytes - before_twin >= score_bytes);
+#endif
 }
 
 TEST_CASE("scaled_dot_product_attention: gradcheck in float64 on the GPU, causal + grouped-query + mask + dropout" *

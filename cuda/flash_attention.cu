@@ -1,0 +1,690 @@
+// scaled_dot_product_attention on tensor cores: FlashAttention-2's algorithm (ops/attention.cpp
+// explains it on the CPU, with the same names), never storing a [Sq, Sk] score matrix.
+//
+// Three kernels and a small one, each a grid of 4-warp blocks, each warp owning 16 rows (the
+// rows of one mma tile, cuda/mma.cuh) of the 64 its block owns:
+//
+//   forward   a block owns 64 query rows of one head and walks its keys 64 at a time:
+//             S = Q K^T, the online softmax in registers, O += P V. Writes O and L, the rows'
+//             log-sum-exp (float32).
+//   delta     D_i = dO_i . O_i, a warp per query row (the backward's one preprocessing pass).
+//   grad_kv   a block owns 64 keys of one key/value head and walks the queries of every query
+//             head that reads them (grouped-query attention), 32 at a time, computing the
+//             scores transposed so that keys are its rows:
+//               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
+//               dV += (Z P)^T dO,  dK += scale dS^T Q
+//   grad_q    a block owns 64 query rows and walks their keys: S, P, dP = dO V^T, dS, then
+//             dQ += scale dS K.
+// Each gradient is summed in one block's registers, in a fixed order: no atomics, the same
+// bits every run. The price is that grad_q recomputes S and dP, which grad_kv computed too
+// (7 products where FlashAttention-2's atomic dQ needs 5).
+//
+// Every product keeps its output in registers and feeds it to the next as an A fragment
+// (mma::a_from_c): P and dS never touch shared memory. Why the transposed scores in grad_kv:
+// its products sum over queries (dV = P^T dO), so P^T must be the A operand, i.e. a C tile
+// with keys as rows.
+//
+// The tiles a block walks are copied by cp.async into one of two shared-memory stages while
+// the block computes on the other. Scores are kept in the log2 domain, (scale * q.k + mask) *
+// log2(e), so that each exponential is one exp2.
+//
+// Masks: positions past the ends of Sq and Sk, is_causal (key j > query i masked out) and the
+// attn_mask (bool, or additive of q's dtype, read at its broadcast strides) are applied to a
+// tile only when the tile has any of them (a per-tile, block-uniform test); inside a clean
+// tile a score is just scaled. Dropout keys score (b, h, i, j) by its index in the row-major
+// [B, Hq, Sq, Sk] order, as softmax_dropout keys its input (kernels/dropout.h): the mask is
+// regenerated in the backward, never stored.
+//
+// Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
+// 4 instantiations of each kernel. Everything else is a runtime value, so the options do
+// not multiply the build.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <type_traits>
+#include <utility>
+
+#include <minigrad/core/shape.h>
+#include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/flash_attention.h>
+#include <minigrad/cuda/mma.cuh>
+#include <minigrad/cuda/runtime.h>
+#include <minigrad/kernels/dropout.h>
+
+namespace minigrad {
+namespace cuda {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kWarpRows = 16;                   // the rows of an mma tile: each warp owns 16
+constexpr int kBlockRows = kWarps * kWarpRows;  // 64 queries (forward, grad_q) or keys (grad_kv) a block owns
+constexpr int kKeysPerStep = 64;                // keys a forward or grad_q step scores
+constexpr int kQueriesPerStep = 32;             // queries a grad_kv step scores (half: its registers hold dK and dV)
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+enum class MaskKind : int { None, Bool, Additive };
+
+// A [B, H, S, D] operand as 16-bit elements: rows of D contiguous elements, any other strides.
+struct HeadRows {
+  const uint16_t* data;
+  int64_t batch_stride, head_stride, row_stride;
+  __device__ const uint16_t* head(int b, int h) const { return data + b * batch_stride + h * head_stride; }
+};
+
+// Everything the kernels read, by value.
+struct Params {
+  HeadRows q, k, v, grad_out;  // grad_out: the backward's dO
+  uint16_t* out;               // forward: O, contiguous [B, Hq, Sq, D]
+  const uint16_t* saved_out;   // backward: O, contiguous
+  float* log_sum_exp;          // [B, Hq, Sq], natural log (+inf: every key masked out)
+  float* delta;                // [B, Hq, Sq]: dO_i . O_i
+  uint16_t *grad_q, *grad_k, *grad_v;  // contiguous, the shapes of q, k, v
+  int batch, q_heads, group, q_len, k_len, head_dim;
+  float scale, scale_log2;
+  const void* mask;
+  MaskKind mask_kind;
+  int64_t mask_strides[4];  // [B, Hq, Sq, Sk], 0 where broadcast
+  bool is_causal;
+  bool drop;
+  dropout_bits::Mask dropout;
+  float keep_scale;
+
+  __device__ int kv_heads() const { return q_heads / group; }
+  // Query row i of head bh = b * Hq + h in [B, Hq, Sq] (O, L, D, dQ).
+  __device__ int64_t query_row(int bh, int i) const { return static_cast<int64_t>(bh) * q_len + i; }
+  __device__ uint64_t score_index(int b, int h, int i, int j) const {
+    return static_cast<uint64_t>((static_cast<int64_t>(b) * q_heads + h) * q_len + i) * k_len + j;
+  }
+};
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+template <typename T>
+__device__ __forceinline__ float to_float(uint16_t bits) {
+  T x;
+  x.bits = bits;
+  return half_to_float(x);
+}
+
+__device__ __forceinline__ float quad_max(float v) {
+  v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
+  return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
+}
+__device__ __forceinline__ float quad_sum(float v) {
+  v += __shfl_xor_sync(0xffffffffu, v, 1);
+  return v + __shfl_xor_sync(0xffffffffu, v, 2);
+}
+
+// Where element e (0..3) of n-block nb of a warp's C tile sits: row (0..15) and column.
+__device__ __forceinline__ int c_row(int e) { return threadIdx.x % 32 / 4 + e / 2 * 8; }
+__device__ __forceinline__ int c_col(int nb, int e) { return nb * 8 + threadIdx.x % 4 * 2 + e % 2; }
+
+// The score of query i and key j of head h in the log2 domain, (scale * dot + mask) * log2(e),
+// or -inf where masked out: past the ends, above the causal diagonal, or by attn_mask.
+template <typename T>
+__device__ float masked_score(const Params& p, int b, int h, int i, int j, float dot) {
+  if (i >= p.q_len || j >= p.k_len || (p.is_causal && j > i)) return -INFINITY;
+  float s = dot * p.scale_log2;
+  if (p.mask_kind != MaskKind::None) {
+    const int64_t at = b * p.mask_strides[0] + h * p.mask_strides[1] + i * p.mask_strides[2] + j * p.mask_strides[3];
+    if (p.mask_kind == MaskKind::Bool) {
+      if (!static_cast<const bool*>(p.mask)[at]) return -INFINITY;
+    } else {
+      s += to_float<T>(static_cast<const uint16_t*>(p.mask)[at]) * kLog2e;
+    }
+  }
+  return s;
+}
+
+// Whether the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols) needs masked_score: it
+// reaches past an end, crosses the causal diagonal, or there is a mask.
+__device__ bool tile_needs_masking(const Params& p, int i0, int rows, int j0, int cols) {
+  return p.mask_kind != MaskKind::None || i0 + rows > p.q_len || j0 + cols > p.k_len ||
+         (p.is_causal && j0 + cols - 1 > i0);
+}
+
+// The dropout factors of scores index and index + 1: 0 (dropped) or 1 / (1 - p).
+__device__ void keep_factors(const Params& p, uint64_t index, float& first, float& second) {
+  const uint32_t bits = p.dropout.keep_bits(index / dropout_bits::kElementsPerBlock);
+  const uint32_t at = index % dropout_bits::kElementsPerBlock;
+  const bool keep_second =
+      at + 1 < dropout_bits::kElementsPerBlock ? (bits >> (at + 1)) & 1u : p.dropout.keep(index + 1);
+  first = (bits >> at) & 1u ? p.keep_scale : 0.0f;
+  second = keep_second ? p.keep_scale : 0.0f;
+}
+
+// Rows row0 .. row0 + kRows - 1 of one head (rows `row_stride` apart) into a swizzled tile by
+// cp.async, zeros for rows at or past `end`.
+template <int kD, int kRows>
+__device__ void load_rows_async(uint16_t* tile, const uint16_t* head, int64_t row_stride, int row0, int end) {
+  constexpr int kChunksPerRow = kD / mma::kChunkElements;
+  for (int c = threadIdx.x; c < kRows * kChunksPerRow; c += kThreads) {
+    const int r = c / kChunksPerRow, col = c % kChunksPerRow * mma::kChunkElements;
+    const bool valid = row0 + r < end;
+    const uint16_t* src = valid ? head + (row0 + r) * row_stride + col : head;
+    mma::copy_chunk_async(tile + mma::swizzled<kD>(r, col), src, valid);
+  }
+}
+
+// ---- the warp's products ----
+
+// c = A B^T for the warp's 16 rows a_row0.. of tile a and all kN rows of tile b, both kD
+// columns wide: C [16 x kN] (S = Q K^T, dP = dO V^T, and transposed in grad_kv).
+template <typename T, int kD, int kN>
+__device__ void rows_times_rows(const uint16_t* a, int a_row0, const uint16_t* b, float (&c)[kN / 8][4]) {
+  for (auto& block : c)
+    for (float& x : block) x = 0.0f;
+#pragma unroll
+  for (int k0 = 0; k0 < kD; k0 += 16) {
+    mma::FragA fa;
+    mma::load_a<kD>(a, a_row0, k0, fa);
+#pragma unroll
+    for (int n0 = 0; n0 < kN; n0 += 16) {
+      mma::FragB b0, b1;
+      mma::load_b_from_rows<kD>(b, n0, k0, b0, b1);
+      mma::mma_16x8x16<T>(c[n0 / 8], fa, b0);
+      mma::mma_16x8x16<T>(c[n0 / 8 + 1], fa, b1);
+    }
+  }
+}
+
+// The same with the warp's A fragments already in registers (the forward's queries).
+template <typename T, int kD, int kN>
+__device__ void fragments_times_rows(const mma::FragA (&a)[kD / 16], const uint16_t* b, float (&c)[kN / 8][4]) {
+  for (auto& block : c)
+    for (float& x : block) x = 0.0f;
+#pragma unroll
+  for (int k0 = 0; k0 < kD; k0 += 16) {
+#pragma unroll
+    for (int n0 = 0; n0 < kN; n0 += 16) {
+      mma::FragB b0, b1;
+      mma::load_b_from_rows<kD>(b, n0, k0, b0, b1);
+      mma::mma_16x8x16<T>(c[n0 / 8], a[k0 / 16], b0);
+      mma::mma_16x8x16<T>(c[n0 / 8 + 1], a[k0 / 16], b1);
+    }
+  }
+}
+
+// c += A B with A the warp's C tile x [16 x kK] (rounded to T) and B the kK rows of tile b,
+// kD columns wide: C [16 x kD] (O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q).
+template <typename T, int kK, int kD>
+__device__ void tile_times_columns(const float (&x)[kK / 8][4], const uint16_t* b, float (&c)[kD / 8][4]) {
+#pragma unroll
+  for (int k0 = 0; k0 < kK; k0 += 16) {
+    mma::FragA fa;
+    mma::a_from_c<T>(x[k0 / 8], x[k0 / 8 + 1], fa);
+#pragma unroll
+    for (int n0 = 0; n0 < kD; n0 += 16) {
+      mma::FragB b0, b1;
+      mma::load_b_from_columns<kD>(b, k0, n0, b0, b1);
+      mma::mma_16x8x16<T>(c[n0 / 8], fa, b0);
+      mma::mma_16x8x16<T>(c[n0 / 8 + 1], fa, b1);
+    }
+  }
+}
+
+// The lane's share of row c_row(2 * half) of the warp's C tile c, times factor, as T into
+// `row` (kD contiguous elements).
+template <typename T, int kD>
+__device__ void store_row(const float (&c)[kD / 8][4], int half, float factor, uint16_t* row) {
+#pragma unroll
+  for (int nb = 0; nb < kD / 8; ++nb)
+    *reinterpret_cast<uint32_t*>(row + c_col(nb, 0)) =
+        mma::pack<T>(c[nb][2 * half] * factor, c[nb][2 * half + 1] * factor);
+}
+
+// What a forward or grad_q block owns: 64 query rows i0 .. i0 + 63 of head h (bh = b * Hq +
+// h), and the keys they see, taken kKeysPerStep at a time. Blocks run the longest causal rows
+// (the most keys) first.
+struct QueryBlock {
+  int bh, b, h, kh, i0, key_end, steps;
+  __device__ explicit QueryBlock(const Params& p) {
+    const int tiles = ceil_div(p.q_len, kBlockRows);
+    bh = blockIdx.x / tiles;
+    i0 = (tiles - 1 - static_cast<int>(blockIdx.x % tiles)) * kBlockRows;
+    b = bh / p.q_heads;
+    h = bh % p.q_heads;
+    kh = h / p.group;
+    // Under is_causal the block's last row, i0 + 63, sees keys 0 .. i0 + 63.
+    key_end = p.is_causal ? min(p.k_len, i0 + kBlockRows) : p.k_len;
+    steps = ceil_div(key_end, kKeysPerStep);
+  }
+  // Step `step`'s keys into `keys`, its values right after them, by cp.async.
+  template <int kD>
+  __device__ void load_keys(const Params& p, uint16_t* keys, int step) const {
+    const int j0 = step * kKeysPerStep;
+    load_rows_async<kD, kKeysPerStep>(keys, p.k.head(b, kh), p.k.row_stride, j0, key_end);
+    load_rows_async<kD, kKeysPerStep>(keys + kKeysPerStep * kD, p.v.head(b, kh), p.v.row_stride, j0, key_end);
+  }
+};
+
+// ---- forward ----
+
+template <int kD>
+constexpr int forward_shared_bytes() {
+  return (kBlockRows + 2 * 2 * kKeysPerStep) * kD * 2;  // Q, then two stages of K and V
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Params p) {
+  extern __shared__ __align__(128) uint16_t shared[];
+  uint16_t* const q_tile = shared;
+  auto stage = [&](int step) { return shared + (kBlockRows + step % 2 * 2 * kKeysPerStep) * kD; };
+
+  const QueryBlock block(p);
+  const int bh = block.bh, b = block.b, h = block.h, i0 = block.i0, steps = block.steps;
+  const int warp_row0 = threadIdx.x / 32 * kWarpRows;
+
+  load_rows_async<kD, kBlockRows>(q_tile, p.q.head(b, h), p.q.row_stride, i0, p.q_len);
+  if (steps > 0) block.load_keys<kD>(p, stage(0), 0);
+  mma::commit_copies();
+
+  mma::FragA q_fragments[kD / 16];
+  float m[2] = {-INFINITY, -INFINITY};  // the running max of rows c_row(0) and c_row(2)
+  float l[2] = {0.0f, 0.0f};            // this lane's share of their sums of exp(s - m)
+  float o[kD / 8][4] = {};
+  for (int step = 0; step < steps; ++step) {
+    if (step + 1 < steps) block.load_keys<kD>(p, stage(step + 1), step + 1);
+    mma::commit_copies();
+    mma::wait_copies<1>();  // this step's keys (and at step 0 the queries) have landed
+    __syncthreads();
+    if (step == 0)
+#pragma unroll
+      for (int k0 = 0; k0 < kD; k0 += 16) mma::load_a<kD>(q_tile, warp_row0, k0, q_fragments[k0 / 16]);
+    const uint16_t* keys = stage(step);
+    const uint16_t* values = keys + kKeysPerStep * kD;
+    const int j0 = step * kKeysPerStep;
+
+    float s[kKeysPerStep / 8][4];
+    fragments_times_rows<T, kD, kKeysPerStep>(q_fragments, keys, s);
+    const bool masking = tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep);
+#pragma unroll
+    for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        s[nb][e] = masking ? masked_score<T>(p, b, h, i0 + warp_row0 + c_row(e), j0 + c_col(nb, e), s[nb][e])
+                           : s[nb][e] * p.scale_log2;
+
+    // The online softmax, for the lane's two rows (elements 0, 1 and 2, 3 of each n-block).
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      float tile_max = -INFINITY;
+#pragma unroll
+      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+        tile_max = fmaxf(tile_max, fmaxf(s[nb][2 * half], s[nb][2 * half + 1]));
+      const float m_new = fmaxf(m[half], quad_max(tile_max));
+      // While every key so far is masked out, m is -inf; exponents are then taken against 0,
+      // so that exp2(-inf - m) is 0 and not NaN.
+      const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
+      const float correction = exp2f(m[half] - m_ref);
+      m[half] = m_new;
+      l[half] *= correction;
+#pragma unroll
+      for (int nd = 0; nd < kD / 8; ++nd) {
+        o[nd][2 * half] *= correction;
+        o[nd][2 * half + 1] *= correction;
+      }
+#pragma unroll
+      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+#pragma unroll
+        for (int e = 2 * half; e < 2 * half + 2; ++e) {
+          s[nb][e] = exp2f(s[nb][e] - m_ref);
+          l[half] += s[nb][e];  // the denominator sums every probability, dropped or not
+        }
+    }
+    if (p.drop)
+#pragma unroll
+      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float first, second;
+          keep_factors(p, p.score_index(b, h, i0 + warp_row0 + c_row(2 * half), j0 + c_col(nb, 0)), first, second);
+          s[nb][2 * half] *= first;
+          s[nb][2 * half + 1] *= second;
+        }
+    tile_times_columns<T, kKeysPerStep, kD>(s, values, o);
+    __syncthreads();  // every warp is done with this stage before step + 2 loads into it
+  }
+  mma::wait_copies<0>();  // with no step (no keys), the queries' copies are still in flight
+
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int i = i0 + warp_row0 + c_row(2 * half);
+    const float sum = quad_sum(l[half]);
+    if (i >= p.q_len) continue;
+    store_row<T, kD>(o, half, sum > 0.0f ? 1.0f / sum : 0.0f, p.out + p.query_row(bh, i) * kD);
+    if (threadIdx.x % 4 == 0)
+      p.log_sum_exp[p.query_row(bh, i)] = sum > 0.0f ? (m[half] + log2f(sum)) * kLn2 : INFINITY;
+  }
+}
+
+// ---- backward ----
+
+// D_i = dO_i . O_i in float32, a warp per row; dO and O contiguous.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) attention_delta_kernel(const Params p) {
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.q_heads * p.q_len;
+  const int dim = p.head_dim;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  if (row >= rows) return;
+  const uint16_t* grad = p.grad_out.data + row * dim;
+  const uint16_t* out = p.saved_out + row * dim;
+  float sum = 0.0f;
+  for (int d = threadIdx.x % 32; d < dim; d += 32) sum += to_float<T>(grad[d]) * to_float<T>(out[d]);
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
+  if (threadIdx.x % 32 == 0) p.delta[row] = sum;
+}
+
+template <int kD>
+constexpr int grad_kv_shared_bytes() {
+  // K and V; then two stages of Q and dO, and of the queries' L (log2 domain) and D.
+  return 2 * kBlockRows * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4);
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Params p) {
+  extern __shared__ __align__(128) uint16_t shared[];
+  uint16_t* const k_tile = shared;
+  uint16_t* const v_tile = shared + kBlockRows * kD;
+  constexpr int kStageElements = 2 * kQueriesPerStep * kD + 2 * kQueriesPerStep * 2;  // in 16-bit units
+  auto stage = [&](int step) { return shared + 2 * kBlockRows * kD + step % 2 * kStageElements; };
+
+  const int kv_heads = p.kv_heads();
+  const int key_tiles = ceil_div(p.k_len, kBlockRows);
+  const int bkh = blockIdx.x / key_tiles, b = bkh / kv_heads, kh = bkh % kv_heads;
+  const int j0 = static_cast<int>(blockIdx.x % key_tiles) * kBlockRows;
+  const int warp_row0 = threadIdx.x / 32 * kWarpRows;
+  // Under is_causal, queries i < j0 see none of these keys.
+  const int first_query_tile = p.is_causal ? j0 / kQueriesPerStep : 0;
+  const int query_tiles = max(0, ceil_div(p.q_len, kQueriesPerStep) - first_query_tile);
+  const int steps = p.group * query_tiles;
+  // Step `step` reads query head h, queries q0 .. q0 + 31.
+  auto step_head = [&](int step) { return kh * p.group + step / query_tiles; };
+  auto step_q0 = [&](int step) { return (first_query_tile + step % query_tiles) * kQueriesPerStep; };
+  auto load_queries = [&](int step) {
+    const int h = step_head(step), q0 = step_q0(step);
+    uint16_t* queries = stage(step);
+    load_rows_async<kD, kQueriesPerStep>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
+    load_rows_async<kD, kQueriesPerStep>(queries + kQueriesPerStep * kD, p.grad_out.head(b, h),
+                                         p.grad_out.row_stride, q0, p.q_len);
+    float* lse = reinterpret_cast<float*>(queries + 2 * kQueriesPerStep * kD);
+    for (int r = threadIdx.x; r < kQueriesPerStep; r += kThreads) {
+      const int i = q0 + r;
+      const int64_t row = p.query_row(b * p.q_heads + h, i);
+      // A query past the end has P = exp(-inf - inf) = 0: it adds nothing.
+      lse[r] = i < p.q_len ? p.log_sum_exp[row] * kLog2e : INFINITY;
+      lse[kQueriesPerStep + r] = i < p.q_len ? p.delta[row] : 0.0f;
+    }
+  };
+
+  load_rows_async<kD, kBlockRows>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
+  load_rows_async<kD, kBlockRows>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
+  if (steps > 0) load_queries(0);
+  mma::commit_copies();
+
+  float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  for (int step = 0; step < steps; ++step) {
+    if (step + 1 < steps) load_queries(step + 1);
+    mma::commit_copies();
+    mma::wait_copies<1>();
+    __syncthreads();
+    const int h = step_head(step), q0 = step_q0(step);
+    const uint16_t* queries = stage(step);
+    const uint16_t* grads = queries + kQueriesPerStep * kD;
+    const float* lse = reinterpret_cast<const float*>(queries + 2 * kQueriesPerStep * kD);
+    const float* delta = lse + kQueriesPerStep;
+
+    float s[kQueriesPerStep / 8][4], dp[kQueriesPerStep / 8][4];
+    rows_times_rows<T, kD, kQueriesPerStep>(k_tile, warp_row0, queries, s);  // S^T
+    rows_times_rows<T, kD, kQueriesPerStep>(v_tile, warp_row0, grads, dp);   // dP^T
+    const bool masking = tile_needs_masking(p, q0, kQueriesPerStep, j0, kBlockRows);
+#pragma unroll
+    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = c_col(nb, e), i = q0 + c, j = j0 + warp_row0 + c_row(e);
+        const float score = masking ? masked_score<T>(p, b, h, i, j, s[nb][e]) : s[nb][e] * p.scale_log2;
+        const float prob = exp2f(score - lse[c]);
+        const float keep = p.drop ? (p.dropout.keep(p.score_index(b, h, i, j)) ? p.keep_scale : 0.0f) : 1.0f;
+        s[nb][e] = prob * keep;
+        dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
+      }
+    tile_times_columns<T, kQueriesPerStep, kD>(s, grads, dv);     // dV += (Z P)^T dO
+    tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q
+    __syncthreads();
+  }
+  mma::wait_copies<0>();
+
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int j = j0 + warp_row0 + c_row(2 * half);
+    if (j >= p.k_len) continue;
+    const int64_t row = static_cast<int64_t>(b * kv_heads + kh) * p.k_len + j;
+    store_row<T, kD>(dk, half, 1.0f, p.grad_k + row * kD);
+    store_row<T, kD>(dv, half, 1.0f, p.grad_v + row * kD);
+  }
+}
+
+template <int kD>
+constexpr int grad_q_shared_bytes() {
+  return (2 * kBlockRows + 2 * 2 * kKeysPerStep) * kD * 2;  // Q, dO, then two stages of K and V
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params p) {
+  extern __shared__ __align__(128) uint16_t shared[];
+  uint16_t* const q_tile = shared;
+  uint16_t* const grad_tile = shared + kBlockRows * kD;
+  auto stage = [&](int step) { return shared + (2 * kBlockRows + step % 2 * 2 * kKeysPerStep) * kD; };
+
+  const QueryBlock block(p);
+  const int bh = block.bh, b = block.b, h = block.h, i0 = block.i0, steps = block.steps;
+  const int warp_row0 = threadIdx.x / 32 * kWarpRows;
+
+  load_rows_async<kD, kBlockRows>(q_tile, p.q.head(b, h), p.q.row_stride, i0, p.q_len);
+  load_rows_async<kD, kBlockRows>(grad_tile, p.grad_out.head(b, h), p.grad_out.row_stride, i0, p.q_len);
+  if (steps > 0) block.load_keys<kD>(p, stage(0), 0);
+  mma::commit_copies();
+
+  // The lane's two rows' L (log2 domain) and D; a row past the end gets P = 0.
+  float lse[2], delta[2];
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int i = i0 + warp_row0 + c_row(2 * half);
+    lse[half] = i < p.q_len ? p.log_sum_exp[p.query_row(bh, i)] * kLog2e : INFINITY;
+    delta[half] = i < p.q_len ? p.delta[p.query_row(bh, i)] : 0.0f;
+  }
+
+  float dq[kD / 8][4] = {};
+  for (int step = 0; step < steps; ++step) {
+    if (step + 1 < steps) block.load_keys<kD>(p, stage(step + 1), step + 1);
+    mma::commit_copies();
+    mma::wait_copies<1>();
+    __syncthreads();
+    const uint16_t* keys = stage(step);
+    const uint16_t* values = keys + kKeysPerStep * kD;
+    const int j0 = step * kKeysPerStep;
+
+    float s[kKeysPerStep / 8][4], dp[kKeysPerStep / 8][4];
+    rows_times_rows<T, kD, kKeysPerStep>(q_tile, warp_row0, keys, s);
+    rows_times_rows<T, kD, kKeysPerStep>(grad_tile, warp_row0, values, dp);
+    const bool masking = tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep);
+#pragma unroll
+    for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const int i = i0 + warp_row0 + c_row(2 * half), j = j0 + c_col(nb, 0);
+        float keep[2] = {1.0f, 1.0f};
+        if (p.drop) keep_factors(p, p.score_index(b, h, i, j), keep[0], keep[1]);
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          float& x = s[nb][2 * half + c];
+          const float score = masking ? masked_score<T>(p, b, h, i, j + c, x) : x * p.scale_log2;
+          const float prob = exp2f(score - lse[half]);
+          x = prob * (keep[c] * dp[nb][2 * half + c] - delta[half]) * p.scale;  // scale dS
+        }
+      }
+    tile_times_columns<T, kKeysPerStep, kD>(s, keys, dq);  // dQ += scale dS K
+    __syncthreads();
+  }
+  mma::wait_copies<0>();
+
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int i = i0 + warp_row0 + c_row(2 * half);
+    if (i < p.q_len) store_row<T, kD>(dq, half, 1.0f, p.grad_q + p.query_row(bh, i) * kD);
+  }
+}
+
+// ---- host ----
+
+// Raises a kernel's shared-memory limit to `bytes` (above the default 48 KiB) once per device.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, int bytes, const char* op) {
+  static std::mutex mutex;
+  static std::set<std::pair<const void*, int>> done;
+  int device = 0;
+  MG_CUDA_CHECK(cudaGetDevice(&device), op);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!done.insert({reinterpret_cast<const void*>(kernel), device}).second) return;
+  MG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), op);
+}
+
+template <typename Kernel>
+void launch(Kernel kernel, int64_t blocks, int shared_bytes, const Params& p, const char* op) {
+  if (blocks == 0) return;
+  MG_CHECK(blocks < (int64_t{1} << 31), "{}: {} thread blocks is more than one launch takes", op, blocks);
+  allow_shared_memory(kernel, shared_bytes, op);
+  kernel<<<static_cast<unsigned>(blocks), kThreads, shared_bytes, current_stream()>>>(p);
+  MG_CUDA_CHECK_LAUNCH(op);
+}
+
+// t, or a copy of it, whose rows the kernels may read as 16-byte chunks: the last dim
+// contiguous, the other strides and the first element's address multiples of 16 bytes.
+Tensor chunk_aligned(const Tensor& t) {
+  bool aligned = t.stride(3) == 1 && reinterpret_cast<uintptr_t>(t.raw_data()) % 16 == 0;
+  for (int d = 0; d < 3; ++d) aligned = aligned && t.stride(d) % mma::kChunkElements == 0;
+  return aligned ? t : t.clone();
+}
+
+HeadRows head_rows(const Tensor& t) {
+  return {static_cast<const uint16_t*>(t.raw_data()), t.stride(0), t.stride(1), t.stride(2)};
+}
+
+// The fields every kernel reads, from the inputs and the spec.
+Params params_of(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSpec& spec) {
+  Params p{};
+  p.q = head_rows(q);
+  p.k = head_rows(k);
+  p.v = head_rows(v);
+  p.batch = static_cast<int>(q.size(0));
+  p.q_heads = static_cast<int>(q.size(1));
+  p.group = static_cast<int>(spec.group);
+  p.q_len = static_cast<int>(q.size(2));
+  p.k_len = static_cast<int>(k.size(2));
+  p.head_dim = static_cast<int>(q.size(3));
+  p.scale = static_cast<float>(spec.scale);
+  p.scale_log2 = static_cast<float>(spec.scale) * kLog2e;
+  p.mask_kind = MaskKind::None;
+  if (spec.mask.defined()) {
+    p.mask = spec.mask.raw_data();
+    p.mask_kind = spec.mask.dtype() == kBool ? MaskKind::Bool : MaskKind::Additive;
+    const Shape strides = broadcast_strides(spec.mask, {q.size(0), q.size(1), q.size(2), k.size(2)});
+    for (int d = 0; d < 4; ++d) p.mask_strides[d] = strides[d];
+  }
+  p.is_causal = spec.is_causal;
+  p.drop = spec.drop;
+  p.dropout = spec.dropout;
+  p.keep_scale = static_cast<float>(spec.dropout.scale());
+  return p;
+}
+
+void check_sizes(const char* op, const Tensor& q, const Tensor& k) {
+  constexpr int64_t kMax = (int64_t{1} << 31) - kBlockRows;
+  const int64_t group = q.size(1) / std::max<int64_t>(k.size(1), 1);  // grad_kv's steps: group x query tiles
+  MG_CHECK(q.size(0) * q.size(1) < kMax && q.size(2) < kMax && k.size(2) < kMax &&
+               group * (q.size(2) / kQueriesPerStep + 1) < kMax,
+           "{}: sizes past 2^31 are not supported by the CUDA kernels (query {}, key {})", op, shape_str(q.sizes()),
+           shape_str(k.sizes()));
+}
+
+// Calls f(T{}, std::integral_constant<int, D>{}) for the inputs' dtype and head dim.
+template <typename F>
+void with_kernel_types(DType dtype, int64_t head_dim, F&& f) {
+  auto with_dim = [&](auto tag) {
+    if (head_dim == 64)
+      f(tag, std::integral_constant<int, 64>{});
+    else
+      f(tag, std::integral_constant<int, 128>{});
+  };
+  if (dtype == kBFloat16)
+    with_dim(BFloat16{});
+  else
+    with_dim(Half{});
+}
+
+}  // namespace
+
+bool flash_attention_supports(DType dtype, int64_t head_dim, int64_t value_dim) {
+  return is_half(dtype) && head_dim == value_dim && (head_dim == 64 || head_dim == 128);
+}
+
+void flash_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in, const AttentionSpec& spec,
+                             const Tensor& out, const Tensor& log_sum_exp) {
+  const char* op = "scaled_dot_product_attention";
+  MG_CHECK(flash_attention_supports(q_in.dtype(), q_in.size(3), v_in.size(3)),
+           "{}: the CUDA kernels do not run {} with head dim {}", op, q_in.dtype(), q_in.size(3));
+  if (q_in.numel() == 0) return;
+  check_sizes(op, q_in, k_in);
+  DeviceGuard guard(q_in.device().index);
+  const Tensor q = chunk_aligned(q_in), k = chunk_aligned(k_in), v = chunk_aligned(v_in);
+  Params p = params_of(q, k, v, spec);
+  p.out = static_cast<uint16_t*>(out.raw_data());
+  p.log_sum_exp = log_sum_exp.data_ptr<float>();
+  const int64_t blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows);
+  with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
+    using T = decltype(tag);
+    constexpr int kD = decltype(dim)::value;
+    launch(attention_forward_kernel<T, kD>, blocks, forward_shared_bytes<kD>(), p, op);
+  });
+}
+
+void flash_attention_backward(const Tensor& grad_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                              const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec,
+                              const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
+  const char* op = "scaled_dot_product_attention_backward";
+  if (q_in.numel() == 0 && k_in.numel() == 0) return;
+  check_sizes(op, q_in, k_in);
+  DeviceGuard guard(q_in.device().index);
+  const Tensor q = chunk_aligned(q_in), k = chunk_aligned(k_in), v = chunk_aligned(v_in);
+  const Tensor grad = chunk_aligned(grad_in.contiguous());
+  Params p = params_of(q, k, v, spec);
+  p.grad_out = head_rows(grad);
+  p.saved_out = static_cast<const uint16_t*>(out.raw_data());
+  p.log_sum_exp = log_sum_exp.data_ptr<float>();
+  const Tensor delta = empty(log_sum_exp.sizes(), TensorOptions(kFloat32).device(q.device()));
+  p.delta = delta.data_ptr<float>();
+  p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
+  p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
+  p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
+  const int64_t query_rows = log_sum_exp.numel();
+  const int64_t query_blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows);
+  const int64_t key_blocks = k.size(0) * k.size(1) * ceil_div(p.k_len, kBlockRows);
+  with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
+    using T = decltype(tag);
+    constexpr int kD = decltype(dim)::value;
+    launch(attention_delta_kernel<T>, (query_rows + kWarps - 1) / kWarps, 0, p, op);
+    launch(attention_grad_kv_kernel<T, kD>, key_blocks, grad_kv_shared_bytes<kD>(), p, op);
+    launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
+  });
+}
+
+}  // namespace cuda
+}  // namespace minigrad
