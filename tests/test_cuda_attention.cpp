@@ -13,6 +13,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -31,28 +32,49 @@ void poison_gpu_cache(int64_t elements) {
   (void)full({elements}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(kFloat32).device(kGpu));
 }
 
+enum class MaskKind { None, Padding, Additive };
+
 struct Case {
   int64_t batch, q_heads, kv_heads, q_len, k_len, head_dim;
   bool is_causal;
-  bool padding_mask;
+  MaskKind mask;
   double p;
 };
 
+constexpr auto kNoMask = MaskKind::None, kPadding = MaskKind::Padding, kAdditive = MaskKind::Additive;
+
 const Case kCases[] = {
-    {2, 2, 2, 7, 7, 64, false, false, 0.0},
-    {1, 4, 4, 129, 257, 64, false, false, 0.0},  // lengths past the tiles
-    {2, 2, 2, 100, 300, 128, true, false, 0.0},  // causal, Sq < Sk
-    {1, 2, 2, 300, 100, 64, true, false, 0.0},   // causal, Sq > Sk
-    {2, 8, 2, 33, 65, 64, false, true, 0.0},     // grouped-query heads, a padding mask
-    {4, 2, 2, 1, 513, 128, false, false, 0.0},   // decoding: one query
-    {2, 4, 2, 77, 150, 64, true, true, 0.2},     // everything at once
-    {1, 2, 2, 64, 64, 32, false, false, 0.0},    // head dim 32
-    {1, 2, 2, 40, 50, 96, true, false, 0.0},     // head dim 96
+    {2, 2, 2, 7, 7, 64, false, kNoMask, 0.0},
+    {1, 4, 4, 129, 257, 64, false, kNoMask, 0.0},  // lengths past the tiles
+    {2, 2, 2, 100, 300, 128, true, kNoMask, 0.0},  // causal, Sq < Sk
+    {1, 2, 2, 300, 100, 64, true, kNoMask, 0.0},   // causal, Sq > Sk
+    {2, 8, 2, 33, 65, 64, false, kPadding, 0.0},   // grouped-query heads, a padding mask
+    {4, 2, 2, 1, 513, 128, false, kNoMask, 0.0},   // decoding: one query
+    {2, 4, 2, 77, 150, 64, true, kPadding, 0.2},   // everything at once
+    {2, 4, 4, 70, 90, 64, false, kAdditive, 0.0},  // an additive mask: -inf entries, a fully masked row
+    {1, 4, 2, 65, 130, 128, true, kAdditive, 0.1}, // ... with causal, grouped-query heads, dropout
+    {1, 2, 2, 64, 64, 32, false, kNoMask, 0.0},    // head dim 32
+    {1, 2, 2, 40, 50, 96, true, kNoMask, 0.0},     // head dim 96
 };
 
 std::string describe(const Case& c) {
+  const char* mask = c.mask == kNoMask ? "none" : c.mask == kPadding ? "padding" : "additive";
   return fmt::format("B {} Hq {} Hk {} Sq {} Sk {} D {} causal {} mask {} p {}", c.batch, c.q_heads, c.kv_heads,
-                     c.q_len, c.k_len, c.head_dim, c.is_causal, c.padding_mask, c.p);
+                     c.q_len, c.k_len, c.head_dim, c.is_causal, mask, c.p);
+}
+
+// A [1, Hq, Sq, Sk] additive mask, float64 on the CPU: multiples of 1/4 in [-2, 2] (exact in
+// every floating dtype, so each run adds the same numbers), -inf at every 11th position, and
+// query row 0 masked out entirely (its output and gradients are zeros).
+Tensor additive_mask(const Case& c) {
+  std::vector<double> values;
+  for (int64_t h = 0; h < c.q_heads; ++h)
+    for (int64_t i = 0; i < c.q_len; ++i)
+      for (int64_t j = 0; j < c.k_len; ++j)
+        values.push_back(i == 0 || (i + 2 * j + h) % 11 == 0
+                             ? -std::numeric_limits<double>::infinity()
+                             : static_cast<double>((i * 7 + j * 3 + h * 5) % 17 - 8) / 4.0);
+  return from_vector(values, {1, c.q_heads, c.q_len, c.k_len});
 }
 
 // Out and dQ, dK, dV of attention on `device` in `dtype`, from the CPU float64 values given.
@@ -62,10 +84,12 @@ tensor_list run(const Case& c, const tensor_list& inputs, const Tensor& dy, Devi
   // plain input for the next run.
   for (const Tensor& t : inputs) leaves.push_back(t.to(dtype).to(device).detach().requires_grad_());
   std::optional<Tensor> mask;
-  if (c.padding_mask) {
+  if (c.mask == kPadding) {
     std::vector<int64_t> lengths;
     for (int64_t b = 0; b < c.batch; ++b) lengths.push_back(std::max<int64_t>(1, c.k_len - 7 * b));
     mask = lt(arange(c.k_len).reshape({1, 1, 1, c.k_len}), from_vector(lengths, {c.batch, 1, 1, 1})).to(device);
+  } else if (c.mask == kAdditive) {
+    mask = additive_mask(c).to(dtype).to(device);
   }
   Generator generator(11);
   const Tensor out = scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], mask, c.p, c.is_causal,
