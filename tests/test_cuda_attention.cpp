@@ -19,7 +19,9 @@
 
 #include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #include <minigrad/core/generator.h>
+#if MINIGRAD_WITH_CUDA
 #include <minigrad/cuda/runtime.h>  // the allocator's statistics
+#endif
 
 #include "tests/cuda_test_support.h"
 
