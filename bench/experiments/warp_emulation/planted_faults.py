@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""The check that the warp emulation catches bugs: plants one fault at a time in the files
+rewrite.py generates (a missing __syncthreads(), a cp.async waited for too late, a wrong lane
+-> row pointer, an off-by-one in a mask, a shared buffer too small, ...), builds and runs each
+through ./run, and expects every one to fail, by a wrong number or an emulator error.
+
+    bench/experiments/warp_emulation/planted_faults.py [BUILD_DIR [CASE ...]] [--only TEXT] [--jobs N]
+
+BUILD_DIR as for ./run (default build); the planted copies go to BUILD_DIR/warp_emulation/planted/.
+The unmodified files are built and run first: they must pass, or no fault can be judged.
+Each fault names the text it replaces; if the kernels changed so that the text is no longer
+there (exactly once), that fault is reported as stale and the check fails: update it.
+Exit status 0 only when the unmodified kernels pass and every fault is caught.
+Takes about half a minute of one core per fault (a compile and a run of every case): 5 minutes
+on 2 cores.
+"""
+import argparse
+import concurrent.futures
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+
+INC = 'flash_attention.inc'
+MMA = 'minigrad/cuda/mma.cuh'
+
+# (what the fault is, the generated file, the text replaced, its replacement)
+FAULTS = [
+    ('forward: no __syncthreads() at the end of a step (next stage loaded while read)', INC,
+     '__syncthreads();  // every warp is done with this stage before step + 2 loads into it',
+     ';  // every warp is done with this stage before step + 2 loads into it'),
+    ('forward: waits for one cp.async group too few (this step\'s keys still in flight)', INC,
+     'mma::wait_copies<1>();  // this step\'s keys', 'mma::wait_copies<2>();  // this step\'s keys'),
+    ('forward: no __syncthreads() between the copies landing and the products', INC,
+     '// this step\'s keys (and at step 0 the queries) have landed\n    __syncthreads();',
+     '// this step\'s keys (and at step 0 the queries) have landed\n    ;'),
+    ('rows_times_rows: the second n-block multiplied by the first one\'s B fragment', INC,
+     'mma::mma_16x8x16<T>(c[n0 / 8 + 1], fa, b1);\n    }\n  }\n}\n\n// The same with',
+     'mma::mma_16x8x16<T>(c[n0 / 8 + 1], fa, b0);\n    }\n  }\n}\n\n// The same with'),
+    ('keep_factors: the dropout bit of the neighbouring score', INC,
+     'first = (bits >> at) & 1u', 'first = (bits >> (at ^ 1)) & 1u'),
+    ('keep_factors: a pair straddling two blocks of bits reads the first score\'s bit twice', INC,
+     ': p.dropout.keep(index + 1);', ': p.dropout.keep(index);'),
+    ('masked_score: causal mask also hides the diagonal', INC,
+     '(p.is_causal && j > i)) return -INFINITY', '(p.is_causal && j >= i)) return -INFINITY'),
+    ('grad_kv: under is_causal, skips one query tile too many', INC,
+     'p.is_causal ? j0 / kQueriesPerStep : 0', 'p.is_causal ? j0 / kQueriesPerStep + 1 : 0'),
+    ('grad_kv: no __syncthreads() at the end of a step', INC,
+     'tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q\n    __syncthreads();',
+     'tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q\n    ;'),
+    ('grad_q: its shared memory 16 bytes too small', INC,
+     'return (2 * kBlockRows + 2 * 2 * kKeysPerStep) * kD * 2;',
+     'return (2 * kBlockRows + 2 * 2 * kKeysPerStep) * kD * 2 - 16;'),
+    ('delta: the warp\'s sum reduced over 8 lanes only', INC,
+     'for (int offset = 16; offset > 0; offset /= 2)', 'for (int offset = 4; offset > 0; offset /= 2)'),
+    ('load_rows_async: copies one row past the end instead of zeros', INC,
+     'const bool valid = row0 + r < end;', 'const bool valid = row0 + r <= end;'),
+    ('forward: exits without waiting for the queries\' copies when there are no keys', INC,
+     'mma::wait_copies<0>();  // with no step (no keys), the queries\' copies are still in flight',
+     ';  // with no step (no keys), the queries\' copies are still in flight'),
+    ('forward: lanes past the last query skip the row sum\'s shuffles (a divergent warp)', INC,
+     'const float sum = quad_sum(l[half]);\n    if (i >= p.q_len) continue;',
+     'if (i >= p.q_len) continue;\n    const float sum = quad_sum(l[half]);'),
+    ('mma.cuh load_a: ignores the swizzle (reads rows as if stored plainly)', MMA,
+     'tile + swizzled<kCols>(row0 + lane % 16, col0 + lane / 16 * 8)',
+     'tile + (row0 + lane % 16) * kCols + col0 + lane / 16 * 8'),
+    ('mma.cuh load_b_from_columns: tiles 1 and 2 swapped', MMA,
+     'swizzled<kCols>(k0 + lane % 8 + i % 2 * 8, n0 + i / 2 * 8)',
+     'swizzled<kCols>(k0 + lane % 8 + i / 2 * 8, n0 + i % 2 * 8)'),
+    ('mma.cuh a_from_c: registers 1 and 2 swapped', MMA,
+     'a[1] = pack<T>(left[2], left[3]);\n  a[2] = pack<T>(right[0], right[1]);',
+     'a[1] = pack<T>(right[0], right[1]);\n  a[2] = pack<T>(left[2], left[3]);'),
+]
+
+
+def slug(text):
+    return re.sub(r'[^a-z0-9]+', '_', text.lower()).strip('_')[:60]
+
+
+def run_driver(build, folder, cases):
+    """./run on the files in folder: (exit status, stdout, stderr, whether the driver was built).
+    The driver (about 75 MB, the library's GPU code included) is deleted afterwards."""
+    env = dict(os.environ, WARP_EMU_GENERATED=str(folder))
+    try:
+        r = subprocess.run([str(HERE / 'run'), build, *cases], cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=900)
+        result = r.returncode, r.stdout, r.stderr
+    except subprocess.TimeoutExpired as e:
+        result = 'timeout', e.stdout or '', e.stderr or ''
+    driver = folder / 'driver'
+    built = driver.exists()
+    driver.unlink(missing_ok=True)
+    return (*result, built)
+
+
+def how_caught(stdout, stderr):
+    failing = sorted({m.group(1) for m in re.finditer(r'^\s+(\w+)\s+FAIL ', stdout, re.M)})
+    cases = sorted({m.group(1) for m in re.finditer(r'^case (\S+)', stdout, re.M)})
+    failed_cases = []
+    current = None
+    for line in stdout.splitlines():
+        m = re.match(r'case (\S+) \[(\w+)\]', line)
+        if m:
+            current = f'{m.group(1)}[{m.group(2)}]'
+        elif 'FAIL' in line and current and current not in failed_cases:
+            failed_cases.append(current)
+    emu = next((line for line in stderr.splitlines() if line.startswith('[emu]')), '')
+    parts = []
+    if failing:
+        parts.append('wrong ' + ', '.join(failing))
+    if failed_cases:
+        parts.append(f'{len(failed_cases)} of {2 * len(cases)} case runs fail')
+    if emu:
+        parts.append('first emulator message: ' + emu[:200])
+    return '; '.join(parts) or 'non-zero exit'
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('build', nargs='?', default='build')
+    parser.add_argument('--only', help='only the faults whose description contains this text')
+    parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
+    parser.add_argument('cases', nargs='*', help='the driver\'s cases to run (default all)')
+    args = parser.parse_args()
+
+    base = ROOT / args.build / 'warp_emulation' / 'planted'
+    shutil.rmtree(base, ignore_errors=True)
+    unmodified = base / 'unmodified'
+    r = subprocess.run([sys.executable, str(HERE / 'rewrite.py'), str(unmodified)], cwd=ROOT)
+    if r.returncode:
+        print('planted_faults.py: rewrite.py failed', file=sys.stderr)
+        return 1
+
+    faults = [f for f in FAULTS if not args.only or args.only in f[0]]
+    jobs, stale = [], []
+    for description, name, old, new in faults:
+        text = (unmodified / name).read_text()
+        if text.count(old) != 1:
+            stale.append((description, f'the text it replaces occurs {text.count(old)} times in {name}, not once'))
+            continue
+        folder = base / slug(description)
+        shutil.copytree(unmodified, folder, ignore=shutil.ignore_patterns('driver'))
+        (folder / name).write_text(text.replace(old, new))
+        jobs.append((description, folder))
+
+    ok = True
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        control = pool.submit(run_driver, args.build, unmodified, args.cases)
+        futures = [(d, pool.submit(run_driver, args.build, f, args.cases)) for d, f in jobs]
+        rc, out, err, _ = control.result()
+        summary = out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:]
+        print(f'unmodified kernels: {"PASS" if rc == 0 else "FAIL"} ({summary})')
+        if rc != 0:
+            print('planted_faults.py: the unmodified kernels fail, so no planted fault can be judged', file=sys.stderr)
+            ok = False
+        for description, future in futures:
+            rc, out, err, built = future.result()
+            if not built or not re.search(r'^case ', out, re.M):  # the build failed, or no case ran
+                ok = False
+                print(f'NOT RUN  {description}\n         exit {rc}: {err.strip()[-400:]}')
+            elif rc == 0:
+                ok = False
+                print(f'MISSED   {description}')
+            else:
+                print(f'caught   {description}\n         {how_caught(out, err)}')
+    for description, why in stale:
+        ok = False
+        print(f'STALE    {description}\n         {why}')
+    print('every planted fault caught' if ok else 'planted_faults.py: FAILED')
+    return 0 if ok else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())
