@@ -6,6 +6,7 @@
 #include <minigrad/autograd/grad_mode.h>
 #include <minigrad/autograd/graph_export.h>
 #include <minigrad/autograd/gradcheck.h>
+#include <minigrad/core/determinism.h>
 #include <minigrad/core/generator.h>
 #include <minigrad/core/parallel.h>
 #include <minigrad/core/print.h>

@@ -479,6 +479,14 @@ void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu
     pass_rows("minigrad", [&](const tensor_list& t) {
       return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);
     });
+    if (shape[2] == 4096) {  // the backward's deterministic mode (dQ by a second pass), op suffix _deterministic
+      const DeterministicAlgorithmsGuard deterministic;
+      tensor_list leaves = {q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
+      rows.push_back(gemm_row(op + "_deterministic", "minigrad", shape, "full", 3.5 * flops, ceilings, [&] {
+        for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
+        scaled_dot_product_attention(leaves[0], leaves[1], leaves[2], std::nullopt, 0.0, c.is_causal).backward(dy);
+      }));
+    }
     if (c.with_twin)
       pass_rows("minigrad_composite", [&](const tensor_list& t) {
         return composite::scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);

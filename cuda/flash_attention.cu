@@ -14,10 +14,18 @@
 //               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
 //               dV += (Z P)^T dO,  dK += scale dS^T Q
 //   grad_q    a block owns 64 query rows and walks their keys: S, P, dP = dO V^T, dS, then
-//             dQ += scale dS K.
-// Each gradient is summed in one block's registers, in a fixed order: no atomics, the same
-// bits every run. The price is that grad_q recomputes S and dP, which grad_kv computed too
-// (7 products where FlashAttention-2's atomic dQ needs 5).
+//             dQ += scale dS K (the deterministic mode only, below).
+// dQ sums over keys, which grad_kv blocks own, so it is summed one of two ways:
+//   atomic (the default)  each grad_kv step also computes its keys' share of dQ, scale dS K,
+//             and adds it into a float32 buffer with atomic adds (dS goes through shared
+//             memory: in registers it has keys as rows, and dQ's product needs queries as
+//             rows); the buffer is then converted to dQ. 5 products, FlashAttention-2's way;
+//             the order of the adds, and so the bits of dQ, changes from run to run.
+//   deterministic (use_deterministic_algorithms, core/determinism.h)  grad_q owns 64 query
+//             rows and walks their keys: S, P, dP = dO V^T, dS, then dQ += scale dS K, summed
+//             in registers in a fixed order. It recomputes S and dP, which grad_kv computed
+//             too: 7 products, the same bits every run.
+// dK and dV are summed in one block's registers in a fixed order either way.
 //
 // Every product keeps its output in registers and feeds it to the next as an A fragment
 // (mma::a_from_c): P and dS never touch shared memory. Why the transposed scores in grad_kv:
@@ -36,8 +44,8 @@
 // regenerated in the backward, never stored.
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
-// 4 instantiations of each kernel. Everything else is a runtime value, so the options do
-// not multiply the build.
+// 4 instantiations of each kernel, 8 of grad_kv (with and without the atomic dQ). Everything
+// else is a runtime value, so the options do not multiply the build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -49,6 +57,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <minigrad/core/determinism.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/flash_attention.h>
@@ -86,6 +95,7 @@ struct Params {
   float* log_sum_exp;          // [B, Hq, Sq], natural log (+inf: every key masked out)
   float* delta;                // [B, Hq, Sq]: dO_i . O_i
   uint16_t *grad_q, *grad_k, *grad_v;  // contiguous, the shapes of q, k, v
+  float* grad_q_sum;                   // the atomic mode's dQ, float32 [B, Hq, Sq, D], zeroed
   int batch, q_heads, group, q_len, k_len, head_dim;
   float scale, scale_log2;
   const void* mask;
@@ -382,19 +392,59 @@ __global__ void __launch_bounds__(kThreads) attention_delta_kernel(const Params 
   if (threadIdx.x % 32 == 0) p.delta[row] = sum;
 }
 
-template <int kD>
+template <int kD, bool kAtomicDq>
 constexpr int grad_kv_shared_bytes() {
-  // K and V; then two stages of Q and dO, and of the queries' L (log2 domain) and D.
-  return 2 * kBlockRows * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4);
+  // K and V; then two stages of Q and dO, and of the queries' L (log2 domain) and D; then,
+  // for the atomic dQ, a step's scale * dS with queries as rows.
+  return 2 * kBlockRows * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4) +
+         (kAtomicDq ? kQueriesPerStep * kBlockRows * 2 : 0);
 }
 
+// The atomic mode's share of dQ of a grad_kv step: rows q0 .. q0 + 31 of query head bh
+// += (scale dS) K over the block's 64 keys, added into p.grad_q_sum. ds_tile holds scale dS
+// [32 queries x 64 keys] as T. Warp w takes query rows (w % 2) * 16 .. + 15 and the head-dim
+// columns (w / 2) * kD / 2 .. + kD / 2 - 1, 16 at a time (8 floats of C at once: grad_kv
+// holds dK and dV in its registers already).
 template <typename T, int kD>
+__device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const uint16_t* k_tile, int bh, int q0) {
+  static_assert(kWarps == 4 && kQueriesPerStep == 2 * kWarpRows, "four warps cover 2 x 2 quarters of dQ's tile");
+  const int warp = threadIdx.x / 32;
+  const int row0 = warp % 2 * kWarpRows, col0 = warp / 2 * (kD / 2);
+  mma::FragA ds[kBlockRows / 16];
+#pragma unroll
+  for (int k0 = 0; k0 < kBlockRows; k0 += 16) mma::load_a<kBlockRows>(ds_tile, row0, k0, ds[k0 / 16]);
+#pragma unroll
+  for (int n0 = col0; n0 < col0 + kD / 2; n0 += 16) {
+    float c[2][4] = {};
+#pragma unroll
+    for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
+      mma::FragB b0, b1;
+      mma::load_b_from_columns<kD>(k_tile, k0, n0, b0, b1);
+      mma::mma_16x8x16<T>(c[0], ds[k0 / 16], b0);
+      mma::mma_16x8x16<T>(c[1], ds[k0 / 16], b1);
+    }
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int i = q0 + row0 + c_row(2 * half);
+      if (i >= p.q_len) continue;
+      float* row = p.grad_q_sum + p.query_row(bh, i) * kD + n0;
+#pragma unroll
+      for (int nb = 0; nb < 2; ++nb) {
+        atomicAdd(row + c_col(nb, 2 * half), c[nb][2 * half]);
+        atomicAdd(row + c_col(nb, 2 * half) + 1, c[nb][2 * half + 1]);
+      }
+    }
+  }
+}
+
+template <typename T, int kD, bool kAtomicDq>
 __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Params p) {
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* const k_tile = shared;
   uint16_t* const v_tile = shared + kBlockRows * kD;
   constexpr int kStageElements = 2 * kQueriesPerStep * kD + 2 * kQueriesPerStep * 2;  // in 16-bit units
   auto stage = [&](int step) { return shared + 2 * kBlockRows * kD + step % 2 * kStageElements; };
+  uint16_t* const ds_tile = shared + 2 * kBlockRows * kD + 2 * kStageElements;  // atomic dQ only
 
   const int kv_heads = p.kv_heads();
   const int key_tiles = ceil_div(p.k_len, kBlockRows);
@@ -455,9 +505,15 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
         const float keep = p.drop ? (p.dropout.keep(p.score_index(b, h, i, j)) ? p.keep_scale : 0.0f) : 1.0f;
         s[nb][e] = prob * keep;
         dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
+        if constexpr (kAtomicDq)  // transposed: query c's row, key column warp_row0 + c_row(e)
+          ds_tile[mma::swizzled<kBlockRows>(c, warp_row0 + c_row(e))] = float_to_half<T>(dp[nb][e]).bits;
       }
     tile_times_columns<T, kQueriesPerStep, kD>(s, grads, dv);     // dV += (Z P)^T dO
     tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q
+    if constexpr (kAtomicDq) {
+      __syncthreads();  // every warp's dS is in ds_tile
+      add_grad_q_share<T, kD>(p, ds_tile, k_tile, b * p.q_heads + h, q0);
+    }
     __syncthreads();
   }
   mma::wait_copies<0>();
@@ -674,6 +730,12 @@ void flash_attention_backward(const Tensor& grad_in, const Tensor& q_in, const T
   p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
   p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
   p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
+  const bool deterministic = are_deterministic_algorithms_enabled();
+  Tensor grad_q_sum;  // the atomic mode's float32 dQ
+  if (!deterministic) {
+    grad_q_sum = zeros(grad_q.sizes(), TensorOptions(kFloat32).device(q.device()));
+    p.grad_q_sum = grad_q_sum.data_ptr<float>();
+  }
   const int64_t query_rows = log_sum_exp.numel();
   const int64_t query_blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows);
   const int64_t key_blocks = k.size(0) * k.size(1) * ceil_div(p.k_len, kBlockRows);
@@ -681,9 +743,14 @@ void flash_attention_backward(const Tensor& grad_in, const Tensor& q_in, const T
     using T = decltype(tag);
     constexpr int kD = decltype(dim)::value;
     launch(attention_delta_kernel<T>, (query_rows + kWarps - 1) / kWarps, 0, p, op);
-    launch(attention_grad_kv_kernel<T, kD>, key_blocks, grad_kv_shared_bytes<kD>(), p, op);
-    launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
+    if (deterministic) {
+      launch(attention_grad_kv_kernel<T, kD, false>, key_blocks, grad_kv_shared_bytes<kD, false>(), p, op);
+      launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
+    } else {
+      launch(attention_grad_kv_kernel<T, kD, true>, key_blocks, grad_kv_shared_bytes<kD, true>(), p, op);
+    }
   });
+  if (!deterministic) copy_into(grad_q, grad_q_sum);
 }
 
 }  // namespace cuda

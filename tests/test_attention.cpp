@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include <minigrad/core/determinism.h>
 #include <minigrad/core/generator.h>
 
 #include "tests/test_support.h"
@@ -272,4 +273,22 @@ TEST_CASE("scaled_dot_product_attention: errors name the argument") {
                           "argument 'attn_mask' requires grad");
   CHECK_THROWS_CONTAINING(composite::scaled_dot_product_attention(q, randn({1, 2, 5, 8}), v),
                           "query and key must have one head dim");
+}
+
+TEST_CASE("use_deterministic_algorithms: off by default, a guard restores the earlier setting") {
+  CHECK_FALSE(are_deterministic_algorithms_enabled());
+  {
+    const DeterministicAlgorithmsGuard on;
+    CHECK(are_deterministic_algorithms_enabled());
+    {
+      const DeterministicAlgorithmsGuard off(false);
+      CHECK_FALSE(are_deterministic_algorithms_enabled());
+    }
+    CHECK(are_deterministic_algorithms_enabled());
+  }
+  CHECK_FALSE(are_deterministic_algorithms_enabled());
+  use_deterministic_algorithms(true);
+  CHECK(are_deterministic_algorithms_enabled());
+  use_deterministic_algorithms(false);
+  CHECK_FALSE(are_deterministic_algorithms_enabled());
 }

@@ -5,7 +5,9 @@
 // generator state; gradcheck in float64 on the GPU. Outputs are allocated after the
 // allocator's cache was filled with NaN, so an element a kernel forgets shows.
 //
-// float16 and bfloat16 at head dims 64 and 128 run the flash kernels (cuda/flash_attention.cu);
+// float16 and bfloat16 at head dims 64 and 128 run the flash kernels (cuda/flash_attention.cu),
+// whose backward sums dQ with atomic adds by default and by a pass of its own with
+// use_deterministic_algorithms: both are tested;
 // everything else runs the composite twin on cuBLAS. The tests of the flash kernels say
 // "flash kernels" in their names; those of the twin's half types say "(half-precision
 // cuBLAS)", the kernels the sanitizers' initcheck and racecheck cannot follow on sm_90.
@@ -18,6 +20,7 @@
 #include <fmt/core.h>
 
 #include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
+#include <minigrad/core/determinism.h>
 #include <minigrad/core/generator.h>
 #if MINIGRAD_WITH_CUDA
 #include <minigrad/cuda/runtime.h>  // the allocator's statistics
@@ -174,7 +177,11 @@ TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every featur
 TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU, every feature: the flash kernels in float16 "
           "and bfloat16" * doctest::skip(!cuda_is_available())) {
   manual_seed(1304);
-  check_half_types(runs_flash_kernels);
+  SUBCASE("dQ summed with atomic adds (the default)") { check_half_types(runs_flash_kernels); }
+  SUBCASE("deterministic: dQ summed by its own pass") {
+    const DeterministicAlgorithmsGuard deterministic;
+    check_half_types(runs_flash_kernels);
+  }
 }
 
 TEST_CASE("scaled_dot_product_attention on the GPU matches the CPU: head dims the flash kernels do not run, "
@@ -224,12 +231,13 @@ TEST_CASE("scaled_dot_product_attention: the flash kernels drop the scores the C
   }
 }
 
-TEST_CASE("scaled_dot_product_attention: the flash kernels read strided views and give the same bits every run" *
-          doctest::skip(!cuda_is_available())) {
+TEST_CASE("scaled_dot_product_attention: the flash kernels read strided views; deterministic algorithms give "
+          "the same bits every run" * doctest::skip(!cuda_is_available())) {
   manual_seed(1307);
   // q, k and v as views of one [B, S, 3, H, D] projection, transposed to [B, H, S, D]: strided
-  // rows, no copies. The kernels see the same values as from contiguous copies, so the same
-  // bits; and the backward has no atomics, so two runs agree bit for bit.
+  // rows, no copies. The kernels see the same values as from contiguous copies. With
+  // deterministic algorithms, two runs and the views agree bit for bit; by default dQ is
+  // summed with atomic adds in an order that may change, so only O, dK and dV must.
   const int64_t batch = 2, len = 150, heads = 4, dim = 64;
   const Tensor qkv = randn({batch, len, 3, heads, dim}, TensorOptions(kBFloat16).device(kGpu));
   const Tensor dy = randn({batch, heads, len, dim}, TensorOptions(kBFloat16).device(kGpu));
@@ -247,12 +255,27 @@ TEST_CASE("scaled_dot_product_attention: the flash kernels read strided views an
     out.backward(dy);
     return tensor_list{out.detach(), leaves[0].grad(), leaves[1].grad(), leaves[2].grad()};
   };
+  tensor_list deterministic_run;
+  {
+    const DeterministicAlgorithmsGuard deterministic;
+    const tensor_list first = run_once(true), again = run_once(true), contiguous = run_once(false);
+    for (size_t i = 0; i < first.size(); ++i) {
+      CAPTURE(i);
+      CHECK(equal(first[i], again[i]));
+      CHECK(equal(first[i], contiguous[i]));
+    }
+    deterministic_run = first;
+  }
+  const DeterministicAlgorithmsGuard atomic(false);
   const tensor_list first = run_once(true), again = run_once(true), contiguous = run_once(false);
-  for (size_t i = 0; i < first.size(); ++i) {
+  for (size_t i : {0, 2, 3}) {  // O, dK, dV
     CAPTURE(i);
     CHECK(equal(first[i], again[i]));
     CHECK(equal(first[i], contiguous[i]));
+    CHECK(equal(first[i], deterministic_run[i]));
   }
+  for (const Tensor& dq : {first[1], again[1], contiguous[1]})  // a few roundings of bfloat16 apart at most
+    check_close_scaled(dq, deterministic_run[1], 2e-2);
 }
 
 TEST_CASE("scaled_dot_product_attention: the flash kernels never store the scores" *

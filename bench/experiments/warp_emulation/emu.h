@@ -617,3 +617,10 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, size_t dynamic_shared_byte
 // CUDA's device min and max of ints, which kernels call unqualified.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
+// atomicAdd on global memory: the emulation runs one fiber at a time, so a plain add is
+// atomic. The order of the adds is the fibers' order, one of the orders a GPU may take.
+inline float atomicAdd(float* address, float value) {
+  const float old = *address;
+  *address = old + value;
+  return old;
+}
