@@ -205,23 +205,6 @@ __device__ void rows_times_rows(const uint16_t* a, int a_row0, const uint16_t* b
   }
 }
 
-// The same with the warp's A fragments already in registers (the forward's queries).
-template <typename T, int kD, int kN>
-__device__ void fragments_times_rows(const mma::FragA (&a)[kD / 16], const uint16_t* b, float (&c)[kN / 8][4]) {
-  for (auto& block : c)
-    for (float& x : block) x = 0.0f;
-#pragma unroll
-  for (int k0 = 0; k0 < kD; k0 += 16) {
-#pragma unroll
-    for (int n0 = 0; n0 < kN; n0 += 16) {
-      mma::FragB b0, b1;
-      mma::load_b_from_rows<kD>(b, n0, k0, b0, b1);
-      mma::mma_16x8x16<T>(c[n0 / 8], a[k0 / 16], b0);
-      mma::mma_16x8x16<T>(c[n0 / 8 + 1], a[k0 / 16], b1);
-    }
-  }
-}
-
 // c += A B with A the warp's C tile x [16 x kK] (rounded to T) and B the kK rows of tile b,
 // kD columns wide: C [16 x kD] (O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q).
 template <typename T, int kK, int kD>
@@ -250,129 +233,193 @@ __device__ void store_row(const float (&c)[kD / 8][4], int half, float factor, u
         mma::pack<T>(c[nb][2 * half] * factor, c[nb][2 * half + 1] * factor);
 }
 
-// What a forward or grad_q block owns: 64 query rows i0 .. i0 + 63 of head h (bh = b * Hq +
-// h), and the keys they see, taken kKeysPerStep at a time. Blocks run the longest causal rows
-// (the most keys) first.
+// What a forward or grad_q block owns: kRows query rows i0 .. i0 + kRows - 1 of head h (bh =
+// b * Hq + h), and the keys they see, taken kKeys at a time. Blocks run the longest causal
+// rows (the most keys) first.
+template <int kRows, int kKeys>
 struct QueryBlock {
   int bh, b, h, kh, i0, key_end, steps;
   __device__ explicit QueryBlock(const Params& p) {
-    const int tiles = ceil_div(p.q_len, kBlockRows);
+    const int tiles = ceil_div(p.q_len, kRows);
     bh = blockIdx.x / tiles;
-    i0 = (tiles - 1 - static_cast<int>(blockIdx.x % tiles)) * kBlockRows;
+    i0 = (tiles - 1 - static_cast<int>(blockIdx.x % tiles)) * kRows;
     b = bh / p.q_heads;
     h = bh % p.q_heads;
     kh = h / p.group;
-    // Under is_causal the block's last row, i0 + 63, sees keys 0 .. i0 + 63.
-    key_end = p.is_causal ? min(p.k_len, i0 + kBlockRows) : p.k_len;
-    steps = ceil_div(key_end, kKeysPerStep);
+    // Under is_causal the block's last row, i0 + kRows - 1, sees keys 0 .. i0 + kRows - 1.
+    key_end = p.is_causal ? min(p.k_len, i0 + kRows) : p.k_len;
+    steps = ceil_div(key_end, kKeys);
   }
   // Step `step`'s keys into `keys`, its values right after them, by cp.async.
   template <int kD>
   __device__ void load_keys(const Params& p, uint16_t* keys, int step) const {
-    const int j0 = step * kKeysPerStep;
-    load_rows_async<kD, kKeysPerStep>(keys, p.k.head(b, kh), p.k.row_stride, j0, key_end);
-    load_rows_async<kD, kKeysPerStep>(keys + kKeysPerStep * kD, p.v.head(b, kh), p.v.row_stride, j0, key_end);
+    const int j0 = step * kKeys;
+    load_rows_async<kD, kKeys>(keys, p.k.head(b, kh), p.k.row_stride, j0, key_end);
+    load_rows_async<kD, kKeys>(keys + kKeys * kD, p.v.head(b, kh), p.v.row_stride, j0, key_end);
   }
 };
 
 // ---- forward ----
 
+// The forward's tile shape for head dim kD: each warp owns kTiles mma tiles of 16 query rows
+// (a block 64 * kTiles rows), and a step scores kKeys keys. More rows a warp means each K and
+// V fragment read from shared memory feeds more products; the price is registers (the warp's
+// O alone is kTiles * kD / 2 floats a lane).
 template <int kD>
+struct ForwardShape {
+  static constexpr int kTiles = 1;
+  static constexpr int kKeys = 64;
+};
+
+template <int kD, int kTiles, int kKeys>
 constexpr int forward_shared_bytes() {
-  return (kBlockRows + 2 * 2 * kKeysPerStep) * kD * 2;  // Q, then two stages of K and V
+  return (kBlockRows * kTiles + 2 * 2 * kKeys) * kD * 2;  // Q, then two stages of K and V
 }
 
-template <typename T, int kD>
+template <typename T, int kD, int kTiles = ForwardShape<kD>::kTiles, int kKeys = ForwardShape<kD>::kKeys>
 __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Params p) {
+  constexpr int kRows = kBlockRows * kTiles;
+  // Q's A fragments stay in registers while they fit (64 registers a lane at most); else they
+  // are read from shared memory again at every step.
+  constexpr bool kQInRegisters = kTiles * kD <= 128;
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* const q_tile = shared;
-  auto stage = [&](int step) { return shared + (kBlockRows + step % 2 * 2 * kKeysPerStep) * kD; };
+  auto stage = [&](int step) { return shared + (kRows + step % 2 * 2 * kKeys) * kD; };
 
-  const QueryBlock block(p);
+  const QueryBlock<kRows, kKeys> block(p);
   const int bh = block.bh, b = block.b, h = block.h, i0 = block.i0, steps = block.steps;
-  const int warp_row0 = threadIdx.x / 32 * kWarpRows;
+  const int warp_row0 = threadIdx.x / 32 * kWarpRows * kTiles;  // tile t: rows warp_row0 + 16 t ..
 
-  load_rows_async<kD, kBlockRows>(q_tile, p.q.head(b, h), p.q.row_stride, i0, p.q_len);
-  if (steps > 0) block.load_keys<kD>(p, stage(0), 0);
+  load_rows_async<kD, kRows>(q_tile, p.q.head(b, h), p.q.row_stride, i0, p.q_len);
+  if (steps > 0) block.template load_keys<kD>(p, stage(0), 0);
   mma::commit_copies();
 
-  mma::FragA q_fragments[kD / 16];
-  float m[2] = {-INFINITY, -INFINITY};  // the running max of rows c_row(0) and c_row(2)
-  float l[2] = {0.0f, 0.0f};            // this lane's share of their sums of exp(s - m)
-  float o[kD / 8][4] = {};
+  mma::FragA q_fragments[kQInRegisters ? kTiles : 1][kQInRegisters ? kD / 16 : 1];
+  float m[kTiles][2], l[kTiles][2];  // each tile's running max of rows c_row(0) and c_row(2),
+                                     // and this lane's share of their sums of exp(s - m)
+  for (int t = 0; t < kTiles; ++t)
+    for (int half = 0; half < 2; ++half) m[t][half] = -INFINITY, l[t][half] = 0.0f;
+  float o[kTiles][kD / 8][4] = {};
   for (int step = 0; step < steps; ++step) {
-    if (step + 1 < steps) block.load_keys<kD>(p, stage(step + 1), step + 1);
+    if (step + 1 < steps) block.template load_keys<kD>(p, stage(step + 1), step + 1);
     mma::commit_copies();
     mma::wait_copies<1>();  // this step's keys (and at step 0 the queries) have landed
     __syncthreads();
-    if (step == 0)
+    if constexpr (kQInRegisters)
+      if (step == 0)
 #pragma unroll
-      for (int k0 = 0; k0 < kD; k0 += 16) mma::load_a<kD>(q_tile, warp_row0, k0, q_fragments[k0 / 16]);
+        for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+          for (int k0 = 0; k0 < kD; k0 += 16) mma::load_a<kD>(q_tile, warp_row0 + t * kWarpRows, k0, q_fragments[t][k0 / 16]);
     const uint16_t* keys = stage(step);
-    const uint16_t* values = keys + kKeysPerStep * kD;
-    const int j0 = step * kKeysPerStep;
+    const uint16_t* values = keys + kKeys * kD;
+    const int j0 = step * kKeys;
 
-    float s[kKeysPerStep / 8][4];
-    fragments_times_rows<T, kD, kKeysPerStep>(q_fragments, keys, s);
-    const bool masking = tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep);
+    // S = Q K^T: each K fragment serves the warp's kTiles tiles.
+    float s[kTiles][kKeys / 8][4] = {};
 #pragma unroll
-    for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+    for (int k0 = 0; k0 < kD; k0 += 16) {
+      mma::FragA a[kTiles];
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        s[nb][e] = masking ? masked_score<T>(p, b, h, i0 + warp_row0 + c_row(e), j0 + c_col(nb, e), s[nb][e])
-                           : s[nb][e] * p.scale_log2;
-
-    // The online softmax, for the lane's two rows (elements 0, 1 and 2, 3 of each n-block).
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      float tile_max = -INFINITY;
-#pragma unroll
-      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
-        tile_max = fmaxf(tile_max, fmaxf(s[nb][2 * half], s[nb][2 * half + 1]));
-      const float m_new = fmaxf(m[half], quad_max(tile_max));
-      // While every key so far is masked out, m is -inf; exponents are then taken against 0,
-      // so that exp2(-inf - m) is 0 and not NaN.
-      const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
-      const float correction = exp2f(m[half] - m_ref);
-      m[half] = m_new;
-      l[half] *= correction;
-#pragma unroll
-      for (int nd = 0; nd < kD / 8; ++nd) {
-        o[nd][2 * half] *= correction;
-        o[nd][2 * half + 1] *= correction;
+      for (int t = 0; t < kTiles; ++t) {
+        if constexpr (kQInRegisters)
+          for (int r = 0; r < 4; ++r) a[t][r] = q_fragments[t][k0 / 16][r];
+        else
+          mma::load_a<kD>(q_tile, warp_row0 + t * kWarpRows, k0, a[t]);
       }
 #pragma unroll
-      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+      for (int n0 = 0; n0 < kKeys; n0 += 16) {
+        mma::FragB b0, b1;
+        mma::load_b_from_rows<kD>(keys, n0, k0, b0, b1);
 #pragma unroll
-        for (int e = 2 * half; e < 2 * half + 2; ++e) {
-          s[nb][e] = exp2f(s[nb][e] - m_ref);
-          l[half] += s[nb][e];  // the denominator sums every probability, dropped or not
+        for (int t = 0; t < kTiles; ++t) {
+          mma::mma_16x8x16<T>(s[t][n0 / 8], a[t], b0);
+          mma::mma_16x8x16<T>(s[t][n0 / 8 + 1], a[t], b1);
         }
+      }
     }
-    if (p.drop)
+    const bool masking = tile_needs_masking(p, i0, kRows, j0, kKeys);
 #pragma unroll
-      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+    for (int t = 0; t < kTiles; ++t) {
+      const int row0 = i0 + warp_row0 + t * kWarpRows;
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          float first, second;
-          keep_factors(p, p.score_index(b, h, i0 + warp_row0 + c_row(2 * half), j0 + c_col(nb, 0)), first, second);
-          s[nb][2 * half] *= first;
-          s[nb][2 * half + 1] *= second;
+      for (int nb = 0; nb < kKeys / 8; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          s[t][nb][e] = masking ? masked_score<T>(p, b, h, row0 + c_row(e), j0 + c_col(nb, e), s[t][nb][e])
+                                : s[t][nb][e] * p.scale_log2;
+
+      // The online softmax, for the lane's two rows (elements 0, 1 and 2, 3 of each n-block).
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float tile_max = -INFINITY;
+#pragma unroll
+        for (int nb = 0; nb < kKeys / 8; ++nb)
+          tile_max = fmaxf(tile_max, fmaxf(s[t][nb][2 * half], s[t][nb][2 * half + 1]));
+        const float m_new = fmaxf(m[t][half], quad_max(tile_max));
+        // While every key so far is masked out, m is -inf; exponents are then taken against 0,
+        // so that exp2(-inf - m) is 0 and not NaN.
+        const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
+        const float correction = exp2f(m[t][half] - m_ref);
+        m[t][half] = m_new;
+        l[t][half] *= correction;
+#pragma unroll
+        for (int nd = 0; nd < kD / 8; ++nd) {
+          o[t][nd][2 * half] *= correction;
+          o[t][nd][2 * half + 1] *= correction;
         }
-    tile_times_columns<T, kKeysPerStep, kD>(s, values, o);
+#pragma unroll
+        for (int nb = 0; nb < kKeys / 8; ++nb)
+#pragma unroll
+          for (int e = 2 * half; e < 2 * half + 2; ++e) {
+            s[t][nb][e] = exp2f(s[t][nb][e] - m_ref);
+            l[t][half] += s[t][nb][e];  // the denominator sums every probability, dropped or not
+          }
+      }
+      if (p.drop)
+#pragma unroll
+        for (int nb = 0; nb < kKeys / 8; ++nb)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            float first, second;
+            keep_factors(p, p.score_index(b, h, row0 + c_row(2 * half), j0 + c_col(nb, 0)), first, second);
+            s[t][nb][2 * half] *= first;
+            s[t][nb][2 * half + 1] *= second;
+          }
+    }
+
+    // O += P V: P straight from the C fragments; each V fragment serves the kTiles tiles.
+#pragma unroll
+    for (int k0 = 0; k0 < kKeys; k0 += 16) {
+      mma::FragA probabilities[kTiles];
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) mma::a_from_c<T>(s[t][k0 / 8], s[t][k0 / 8 + 1], probabilities[t]);
+#pragma unroll
+      for (int n0 = 0; n0 < kD; n0 += 16) {
+        mma::FragB b0, b1;
+        mma::load_b_from_columns<kD>(values, k0, n0, b0, b1);
+#pragma unroll
+        for (int t = 0; t < kTiles; ++t) {
+          mma::mma_16x8x16<T>(o[t][n0 / 8], probabilities[t], b0);
+          mma::mma_16x8x16<T>(o[t][n0 / 8 + 1], probabilities[t], b1);
+        }
+      }
+    }
     __syncthreads();  // every warp is done with this stage before step + 2 loads into it
   }
   mma::wait_copies<0>();  // with no step (no keys), the queries' copies are still in flight
 
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int i = i0 + warp_row0 + c_row(2 * half);
-    const float sum = quad_sum(l[half]);
-    if (i >= p.q_len) continue;
-    store_row<T, kD>(o, half, sum > 0.0f ? 1.0f / sum : 0.0f, p.out + p.query_row(bh, i) * kD);
-    if (threadIdx.x % 4 == 0)
-      p.log_sum_exp[p.query_row(bh, i)] = sum > 0.0f ? (m[half] + log2f(sum)) * kLn2 : INFINITY;
-  }
+  for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int i = i0 + warp_row0 + t * kWarpRows + c_row(2 * half);
+      const float sum = quad_sum(l[t][half]);
+      if (i >= p.q_len) continue;
+      store_row<T, kD>(o[t], half, sum > 0.0f ? 1.0f / sum : 0.0f, p.out + p.query_row(bh, i) * kD);
+      if (threadIdx.x % 4 == 0)
+        p.log_sum_exp[p.query_row(bh, i)] = sum > 0.0f ? (m[t][half] + log2f(sum)) * kLn2 : INFINITY;
+    }
 }
 
 // ---- backward ----
@@ -540,13 +587,13 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
   uint16_t* const grad_tile = shared + kBlockRows * kD;
   auto stage = [&](int step) { return shared + (2 * kBlockRows + step % 2 * 2 * kKeysPerStep) * kD; };
 
-  const QueryBlock block(p);
+  const QueryBlock<kBlockRows, kKeysPerStep> block(p);
   const int bh = block.bh, b = block.b, h = block.h, i0 = block.i0, steps = block.steps;
   const int warp_row0 = threadIdx.x / 32 * kWarpRows;
 
   load_rows_async<kD, kBlockRows>(q_tile, p.q.head(b, h), p.q.row_stride, i0, p.q_len);
   load_rows_async<kD, kBlockRows>(grad_tile, p.grad_out.head(b, h), p.grad_out.row_stride, i0, p.q_len);
-  if (steps > 0) block.load_keys<kD>(p, stage(0), 0);
+  if (steps > 0) block.template load_keys<kD>(p, stage(0), 0);
   mma::commit_copies();
 
   // The lane's two rows' L (log2 domain) and D; a row past the end gets P = 0.
@@ -560,7 +607,7 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
 
   float dq[kD / 8][4] = {};
   for (int step = 0; step < steps; ++step) {
-    if (step + 1 < steps) block.load_keys<kD>(p, stage(step + 1), step + 1);
+    if (step + 1 < steps) block.template load_keys<kD>(p, stage(step + 1), step + 1);
     mma::commit_copies();
     mma::wait_copies<1>();
     __syncthreads();
@@ -704,11 +751,12 @@ void flash_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tenso
   Params p = params_of(q, k, v, spec);
   p.out = static_cast<uint16_t*>(out.raw_data());
   p.log_sum_exp = log_sum_exp.data_ptr<float>();
-  const int64_t blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows);
   with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
     using T = decltype(tag);
     constexpr int kD = decltype(dim)::value;
-    launch(attention_forward_kernel<T, kD>, blocks, forward_shared_bytes<kD>(), p, op);
+    using Tiles = ForwardShape<kD>;
+    const int64_t blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows * Tiles::kTiles);
+    launch(attention_forward_kernel<T, kD>, blocks, forward_shared_bytes<kD, Tiles::kTiles, Tiles::kKeys>(), p, op);
   });
 }
 
