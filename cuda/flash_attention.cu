@@ -28,9 +28,9 @@
 // dK and dV are summed in one block's registers in a fixed order either way.
 //
 // Every product keeps its output in registers and feeds it to the next as an A fragment
-// (mma::a_from_c): P and dS never touch shared memory. Why the transposed scores in grad_kv:
-// its products sum over queries (dV = P^T dO), so P^T must be the A operand, i.e. a C tile
-// with keys as rows.
+// (mma::a_from_c): P never touches shared memory, nor does dS except on its way into the
+// atomic dQ. Why the transposed scores in grad_kv: its products sum over queries (dV = P^T
+// dO), so P^T must be the A operand, i.e. a C tile with keys as rows.
 //
 // The tiles a block walks are copied by cp.async into one of two shared-memory stages while
 // the block computes on the other. Scores are kept in the log2 domain, (scale * q.k + mask) *
