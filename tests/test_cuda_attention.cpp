@@ -283,7 +283,8 @@ TEST_CASE("scaled_dot_product_attention: the flash kernels never store the score
 #if MINIGRAD_WITH_CUDA
   manual_seed(1308);
   // One head of 4096 queries and keys: its score matrix alone is 32 MiB in bfloat16. The
-  // forward and backward together allocate O, L, D and the gradients, about 2.2 MiB.
+  // forward and backward together allocate O, L, D, the gradients and the atomic dQ's float32
+  // sum, about 3.1 MiB.
   const int64_t len = 4096, dim = 64;
   const TensorOptions options = TensorOptions(kBFloat16).device(kGpu);
   const Tensor q = randn({1, 1, len, dim}, options).requires_grad_();
@@ -295,7 +296,7 @@ TEST_CASE("scaled_dot_product_attention: the flash kernels never store the score
   cuda::reset_peak_stats(0);
   const Tensor out = scaled_dot_product_attention(q, k, v, std::nullopt, 0.1, true);
   out.backward(dy);
-  CHECK(cuda::allocator_stats(0).peak_allocated_bytes - before < score_bytes / 8);
+  CHECK(cuda::allocator_stats(0).peak_allocated_bytes - before < score_bytes / 4);
   // The twin, for contrast, stores them.
   const Tensor qd = q.detach().requires_grad_(), kd = k.detach().requires_grad_(), vd = v.detach().requires_grad_();
   cuda::reset_peak_stats(0);
