@@ -10,7 +10,8 @@
 //     -I .deps/root/usr/include -DMINIGRAD_WITH_CUDA=1 bench/experiments/flash_forward_shapes.cu \
 //     build-gpu/libminigrad.a -L .deps/root/usr/lib/x86_64-linux-gnu -lfmt -lcublas -lcublasLt \
 //     -o build-gpu/flash_forward_shapes
-// Run: build-gpu/flash_forward_shapes (prints one line per shape and variant).
+// Run: build-gpu/flash_forward_shapes (prints one line per shape and variant); with --profile,
+// one forward and backward of the library's kernels only.
 
 // The included file defines the library's entry points, which libminigrad.a defines too.
 #define flash_attention_supports experiment_flash_attention_supports
@@ -25,6 +26,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <minigrad/minigrad.h>
@@ -124,8 +126,23 @@ void run_problem(const Problem& pr) {
 
 }  // namespace
 
-int main() {
+// --profile: one forward and one backward of the library at (4, 16, 4096, 128), for a
+// profiler (ncu -k regex:attention_ -c 4 ... --profile) to capture each kernel once.
+void profile_once() {
+  const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(Device::cuda());
+  const Shape shape = {4, 16, 4096, 128};
+  tensor_list leaves = {randn(shape, bf16_gpu).requires_grad_(), randn(shape, bf16_gpu).requires_grad_(),
+                        randn(shape, bf16_gpu).requires_grad_()};
+  scaled_dot_product_attention(leaves[0], leaves[1], leaves[2]).backward(randn(shape, bf16_gpu));
+  cuda::synchronize();
+}
+
+int main(int argc, char** argv) {
   manual_seed(7);
+  if (argc > 1 && std::string(argv[1]) == "--profile") {
+    profile_once();
+    return 0;
+  }
   run_problem<128>({4, 16, 4096, 128, false});
   run_problem<128>({4, 16, 4096, 128, true});
   run_problem<64>({16, 16, 1024, 64, false});
