@@ -272,7 +272,9 @@ struct QueryBlock {
 // The forward's tile shape for head dim kD: each warp owns kTiles mma tiles of 16 query rows
 // (a block 64 * kTiles rows), and a step scores kKeys keys. More rows a warp means each K and
 // V fragment read from shared memory feeds more products; the price is registers (the warp's
-// O alone is kTiles * kD / 2 floats a lane).
+// O alone is kTiles * kD / 2 floats a lane). Of 1 x 64, 1 x 128, 2 x 32 and 2 x 64, 1 x 64
+// was the fastest at both head dims on the H200 (docs/perf-notes.md; the kernel is bound by
+// the instructions it issues, not by shared memory).
 template <int kD>
 struct ForwardShape {
   static constexpr int kTiles = 1;
