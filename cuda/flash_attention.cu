@@ -123,6 +123,15 @@ __device__ __forceinline__ float to_float(uint16_t bits) {
   return half_to_float(x);
 }
 
+// 2^x by the hardware's approximation alone (one MUFU.EX2, 2 ulp), a result below 2^-126
+// flushed to zero. exp2f keeps such results, at the price of a test and two multiplies around
+// every exponential; a probability that small adds nothing to a sum of ones.
+__device__ __forceinline__ float exp2_approx(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
   return fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 2));
@@ -370,7 +379,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
         // While every key so far is masked out, m is -inf; exponents are then taken against 0,
         // so that exp2(-inf - m) is 0 and not NaN.
         const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
-        const float correction = exp2f(m[t][half] - m_ref);
+        const float correction = exp2_approx(m[t][half] - m_ref);
         m[t][half] = m_new;
         l[t][half] *= correction;
 #pragma unroll
@@ -382,7 +391,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
         for (int nb = 0; nb < kKeys / 8; ++nb)
 #pragma unroll
           for (int e = 2 * half; e < 2 * half + 2; ++e) {
-            s[t][nb][e] = exp2f(s[t][nb][e] - m_ref);
+            s[t][nb][e] = exp2_approx(s[t][nb][e] - m_ref);
             l[t][half] += s[t][nb][e];  // the denominator sums every probability, dropped or not
           }
       }
@@ -558,7 +567,7 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
       for (int e = 0; e < 4; ++e) {
         const int c = c_col(nb, e), i = q0 + c, j = j0 + warp_row0 + c_row(e);
         const float score = masking ? masked_score<T>(p, b, h, i, j, s[nb][e]) : s[nb][e] * p.scale_log2;
-        const float prob = exp2f(score - lse[c]);
+        const float prob = exp2_approx(score - lse[c]);
         const float keep = p.drop ? (p.dropout.keep(p.score_index(b, h, i, j)) ? p.keep_scale : 0.0f) : 1.0f;
         s[nb][e] = prob * keep;
         dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
@@ -640,7 +649,7 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
         for (int c = 0; c < 2; ++c) {
           float& x = s[nb][2 * half + c];
           const float score = masking ? masked_score<T>(p, b, h, i, j + c, x) : x * p.scale_log2;
-          const float prob = exp2f(score - lse[half]);
+          const float prob = exp2_approx(score - lse[half]);
           x = prob * (keep[c] * dp[nb][2 * half + c] - delta[half]) * p.scale;  // scale dS
         }
       }

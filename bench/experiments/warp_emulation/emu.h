@@ -494,6 +494,14 @@ inline void mma_m16n8k16(float d[4], const uint32_t a[4], const uint32_t b[2], c
   }
 }
 
+// ex2.approx.ftz.f32: 2^x with subnormal inputs and results flushed to zero (the host's
+// exp2f stands for the hardware's 2-ulp approximation).
+inline float ex2_approx_ftz(float x) {
+  if (std::fpclassify(x) == FP_SUBNORMAL) x = 0.0f;
+  const float y = std::exp2(x);
+  return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
+}
+
 // __shfl_xor_sync(mask, v, lane_mask) for a full warp (the only mask emulated).
 template <typename T>
 inline T shfl_xor_sync(unsigned mask, T v, int lane_mask) {

@@ -9,7 +9,7 @@ From the current cuda/flash_attention.cu and cuda/mma.cuh of the repository (or 
     OUT_DIR/minigrad/cuda/mma.cuh      the warp-level building blocks; the driver puts OUT_DIR
                                        first on the include path, so this copy shadows the real one
 changing only what a host compiler cannot take, each into a call of emu.h:
-    asm volatile("ldmatrix...") / ("mma.sync...") / ("cp.async...") statements, parsed (the
+    asm volatile("ldmatrix...") / ("mma.sync...") / ("cp.async...") / asm("ex2.approx...") statements, parsed (the
         PTX instruction, its operands by constraint) and replaced by one call each, with the
         same operand expressions: the lane -> row pointers, swizzled offsets, shared_address(),
         pack() and a_from_c() around them stay the project's own code;
@@ -224,6 +224,13 @@ def rewrite_asm(instruction, operands, where, found):
         found.add('cp.async.wait_group')
         return '::emu::cp_async_wait_group(0);'
 
+    m = re.fullmatch(r'ex2\.approx\.ftz\.f32 (%\d+), ?(%\d+);?', instruction)
+    if m:
+        [y] = operand_list(m.group(1), operands, where, ('=f',))
+        [x] = operand_list(m.group(2), operands, where, ('f',))
+        found.add('ex2.approx.ftz')
+        return f'{y} = ::emu::ex2_approx_ftz({x});'
+
     raise RewriteError(f'{where}: no emulation of the PTX instruction {instruction!r} (add it to emu.h and rewrite.py)')
 
 
@@ -388,7 +395,7 @@ def main():
          ['ldmatrix.x4', 'ldmatrix.x4.trans', 'mma.bf16', 'mma.f16', 'cp.async', 'cp.async.commit_group',
           'cp.async.wait_group', '__cvta_generic_to_shared']),
         (root / 'cuda/flash_attention.cu', args.out_dir / 'flash_attention.inc',
-         ['extern __shared__', '<<<>>>', '__global__']),
+         ['extern __shared__', '<<<>>>', '__global__', 'ex2.approx.ftz']),
     ]
     try:
         results = []
