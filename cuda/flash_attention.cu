@@ -162,6 +162,27 @@ __device__ float masked_score(const Params& p, int b, int h, int i, int j, float
   return s;
 }
 
+// A warp's C tile of dot products c, rows row0 + c_row(e) and columns col0 + c_col(nb, e)
+// (queries x keys, or with kKeysAsRows keys x queries), turned into scores in place. The one
+// branch is around the loops: written per element, it stayed a branch around every score.
+template <typename T, bool kKeysAsRows, int kN>
+__device__ void to_scores(const Params& p, bool masking, int b, int h, int row0, int col0, float (&c)[kN / 8][4]) {
+  if (!masking) {
+#pragma unroll
+    for (int nb = 0; nb < kN / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[nb][e] *= p.scale_log2;
+    return;
+  }
+#pragma unroll
+  for (int nb = 0; nb < kN / 8; ++nb)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = row0 + c_row(e), col = col0 + c_col(nb, e);
+      c[nb][e] = kKeysAsRows ? masked_score<T>(p, b, h, col, row, c[nb][e]) : masked_score<T>(p, b, h, row, col, c[nb][e]);
+    }
+}
+
 // Whether the tile of queries [i0, i0 + rows) and keys [j0, j0 + cols) needs masked_score: it
 // reaches past an end, crosses the causal diagonal, or there is a mask.
 __device__ bool tile_needs_masking(const Params& p, int i0, int rows, int j0, int cols) {
@@ -361,12 +382,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
       const int row0 = i0 + warp_row0 + t * kWarpRows;
-#pragma unroll
-      for (int nb = 0; nb < kKeys / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          s[t][nb][e] = masking ? masked_score<T>(p, b, h, row0 + c_row(e), j0 + c_col(nb, e), s[t][nb][e])
-                                : s[t][nb][e] * p.scale_log2;
+      to_scores<T, false, kKeys>(p, masking, b, h, row0, j0, s[t]);
 
       // The online softmax, for the lane's two rows (elements 0, 1 and 2, 3 of each n-block).
 #pragma unroll
@@ -560,14 +576,14 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
     float s[kQueriesPerStep / 8][4], dp[kQueriesPerStep / 8][4];
     rows_times_rows<T, kD, kQueriesPerStep>(k_tile, warp_row0, queries, s);  // S^T
     rows_times_rows<T, kD, kQueriesPerStep>(v_tile, warp_row0, grads, dp);   // dP^T
-    const bool masking = tile_needs_masking(p, q0, kQueriesPerStep, j0, kBlockRows);
+    to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0, kBlockRows), b, h,
+                                        j0 + warp_row0, q0, s);
 #pragma unroll
     for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = c_col(nb, e), i = q0 + c, j = j0 + warp_row0 + c_row(e);
-        const float score = masking ? masked_score<T>(p, b, h, i, j, s[nb][e]) : s[nb][e] * p.scale_log2;
-        const float prob = exp2_approx(score - lse[c]);
+        const float prob = exp2_approx(s[nb][e] - lse[c]);
         const float keep = p.drop ? (p.dropout.keep(p.score_index(b, h, i, j)) ? p.keep_scale : 0.0f) : 1.0f;
         s[nb][e] = prob * keep;
         dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
@@ -637,7 +653,8 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
     float s[kKeysPerStep / 8][4], dp[kKeysPerStep / 8][4];
     rows_times_rows<T, kD, kKeysPerStep>(q_tile, warp_row0, keys, s);
     rows_times_rows<T, kD, kKeysPerStep>(grad_tile, warp_row0, values, dp);
-    const bool masking = tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep);
+    to_scores<T, false, kKeysPerStep>(p, tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep), b, h,
+                                      i0 + warp_row0, j0, s);
 #pragma unroll
     for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
 #pragma unroll
@@ -648,8 +665,7 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           float& x = s[nb][2 * half + c];
-          const float score = masking ? masked_score<T>(p, b, h, i, j + c, x) : x * p.scale_log2;
-          const float prob = exp2_approx(score - lse[half]);
+          const float prob = exp2_approx(x - lse[half]);
           x = prob * (keep[c] * dp[nb][2 * half + c] - delta[half]) * p.scale;  // scale dS
         }
       }
