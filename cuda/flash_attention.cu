@@ -190,6 +190,16 @@ __device__ bool tile_needs_masking(const Params& p, int i0, int rows, int j0, in
          (p.is_causal && j0 + cols - 1 > i0);
 }
 
+// Calls f(std::true_type{}) when scores are dropped out, else f(std::false_type{}), so that a
+// step's loop is compiled twice and the test sits once around it, not at every score.
+template <typename F>
+__device__ void with_dropout(const Params& p, F&& f) {
+  if (p.drop)
+    f(std::true_type{});
+  else
+    f(std::false_type{});
+}
+
 // The dropout factors of scores index and index + 1: 0 (dropped) or 1 / (1 - p).
 __device__ void keep_factors(const Params& p, uint64_t index, float& first, float& second) {
   const uint32_t bits = p.dropout.keep_bits(index / dropout_bits::kElementsPerBlock);
@@ -655,20 +665,22 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
     rows_times_rows<T, kD, kKeysPerStep>(grad_tile, warp_row0, values, dp);
     to_scores<T, false, kKeysPerStep>(p, tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep), b, h,
                                       i0 + warp_row0, j0, s);
+    with_dropout(p, [&](auto dropout) {
 #pragma unroll
-    for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
+      for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
 #pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int i = i0 + warp_row0 + c_row(2 * half), j = j0 + c_col(nb, 0);
-        float keep[2] = {1.0f, 1.0f};
-        if (p.drop) keep_factors(p, p.score_index(b, h, i, j), keep[0], keep[1]);
+        for (int half = 0; half < 2; ++half) {
+          const int i = i0 + warp_row0 + c_row(2 * half), j = j0 + c_col(nb, 0);
+          float keep[2] = {1.0f, 1.0f};
+          if constexpr (decltype(dropout)::value) keep_factors(p, p.score_index(b, h, i, j), keep[0], keep[1]);
 #pragma unroll
-        for (int c = 0; c < 2; ++c) {
-          float& x = s[nb][2 * half + c];
-          const float prob = exp2_approx(x - lse[half]);
-          x = prob * (keep[c] * dp[nb][2 * half + c] - delta[half]) * p.scale;  // scale dS
+          for (int c = 0; c < 2; ++c) {
+            float& x = s[nb][2 * half + c];
+            const float prob = exp2_approx(x - lse[half]);
+            x = prob * (keep[c] * dp[nb][2 * half + c] - delta[half]) * p.scale;  // scale dS
+          }
         }
-      }
+    });
     tile_times_columns<T, kKeysPerStep, kD>(s, keys, dq);  // dQ += scale dS K
     __syncthreads();
   }
