@@ -211,9 +211,10 @@ __device__ void keep_factors(const Params& p, uint64_t index, float& first, floa
 }
 
 // Rows row0 .. row0 + kRows - 1 of one head (rows `row_stride` apart) into a swizzled tile by
-// cp.async, zeros for rows at or past `end`. Thread t copies chunk t % (kD / 8) of rows t /
-// (kD / 8) + every kRowsPerPass: its source advances by a fixed stride and its destination's
-// swizzle never changes (kRowsPerPass is a multiple of 8), so a copy costs a few instructions.
+// cp.async, zeros for rows at or past `end`. Thread t copies chunk t % (kD / 8) of row
+// t / (kD / 8) and of every kRowsPerPass-th row after it: its source advances by a fixed
+// stride and its destination's swizzle never changes (kRowsPerPass is a multiple of 8), so a
+// copy costs a few instructions.
 template <int kD, int kRows>
 __device__ void load_rows_async(uint16_t* tile, const uint16_t* head, int64_t row_stride, int row0, int end) {
   constexpr int kChunksPerRow = kD / mma::kChunkElements;
