@@ -213,22 +213,30 @@ __device__ void keep_factors(const Params& p, uint64_t index, float& first, floa
 // Rows row0 .. row0 + kRows - 1 of one head (rows `row_stride` apart) into a swizzled tile by
 // cp.async, zeros for rows at or past `end`. Thread t copies chunk t % (kD / 8) of row
 // t / (kD / 8) and of every kRowsPerPass-th row after it: its source advances by a fixed
-// stride and its destination's swizzle never changes (kRowsPerPass is a multiple of 8), so a
-// copy costs a few instructions.
+// stride and its destination's swizzle never changes (kRowsPerPass is a multiple of 8). A
+// whole tile, every tile but a head's last, tests no rows: a copy is a 64-bit add and the
+// cp.async.
 template <int kD, int kRows>
 __device__ void load_rows_async(uint16_t* tile, const uint16_t* head, int64_t row_stride, int row0, int end) {
   constexpr int kChunksPerRow = kD / mma::kChunkElements;
   constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  constexpr int kPasses = kRows / kRowsPerPass;
   static_assert(kThreads % kChunksPerRow == 0 && kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0,
                 "the block's threads copy whole rows, 8 rows apart");
   const int r = threadIdx.x / kChunksPerRow, col = threadIdx.x % kChunksPerRow * mma::kChunkElements;
   uint16_t* const dst = tile + mma::swizzled<kD>(r, col);
-  const uint16_t* const src = head + (row0 + r) * row_stride + col;
+  const uint16_t* src = head + (row0 + r) * row_stride + col;
+  const int64_t pass_stride = kRowsPerPass * row_stride;
+  if (row0 + kRows <= end) {
 #pragma unroll
-  for (int pass = 0; pass < kRows / kRowsPerPass; ++pass) {
-    const bool valid = row0 + r + pass * kRowsPerPass < end;
-    mma::copy_chunk_async(dst + pass * kRowsPerPass * kD, valid ? src + pass * kRowsPerPass * row_stride : head,
-                          valid);
+    for (int pass = 0; pass < kPasses; ++pass, src += pass_stride)
+      mma::copy_chunk_async(dst + pass * kRowsPerPass * kD, src, true);
+  } else {
+#pragma unroll
+    for (int pass = 0; pass < kPasses; ++pass, src += pass_stride) {
+      const bool valid = row0 + r + pass * kRowsPerPass < end;
+      mma::copy_chunk_async(dst + pass * kRowsPerPass * kD, valid ? src : head, valid);
+    }
   }
 }
 
