@@ -483,7 +483,7 @@ void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu
       return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);
     };
     pass_rows("minigrad", flash);
-    if (shape[2] == 4096) {  // the backward's deterministic mode (dQ by a second pass), op suffix _deterministic
+    {  // the backward's deterministic mode (dQ by a second pass), op suffix _deterministic
       const DeterministicAlgorithmsGuard deterministic;
       full_row(op + "_deterministic", "minigrad", flash);
     }

@@ -526,24 +526,32 @@ __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const
   mma::FragA ds[kBlockRows / 16];
 #pragma unroll
   for (int k0 = 0; k0 < kBlockRows; k0 += 16) mma::load_a<kBlockRows>(ds_tile, row0, k0, ds[k0 / 16]);
+  // The lane's two rows of dQ (C's rows c_row(0) and c_row(2)) at its first column: every add
+  // below is at a constant offset from one of them.
+  float* rows[2];
+  bool in_range[2];
 #pragma unroll
-  for (int n0 = col0; n0 < col0 + kD / 2; n0 += 16) {
+  for (int half = 0; half < 2; ++half) {
+    const int i = q0 + row0 + c_row(2 * half);
+    in_range[half] = i < p.q_len;
+    rows[half] = p.grad_q_sum + p.query_row(bh, in_range[half] ? i : 0) * kD + col0 + c_col(0, 0);
+  }
+#pragma unroll
+  for (int n = 0; n < kD / 2; n += 16) {
     float c[2][4] = {};
 #pragma unroll
     for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
       mma::FragB b0, b1;
-      mma::load_b_from_columns<kD>(k_tile, k0, n0, b0, b1);
+      mma::load_b_from_columns<kD>(k_tile, k0, col0 + n, b0, b1);
       mma::mma_16x8x16<T>(c[0], ds[k0 / 16], b0);
       mma::mma_16x8x16<T>(c[1], ds[k0 / 16], b1);
     }
 #pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int i = q0 + row0 + c_row(2 * half);
-      if (i >= p.q_len) continue;
-      float* row = p.grad_q_sum + p.query_row(bh, i) * kD + n0;
+    for (int half = 0; half < 2; ++half)
+      if (in_range[half])
 #pragma unroll
-      for (int nb = 0; nb < 2; ++nb) atomic_add_pair(row + c_col(nb, 2 * half), c[nb][2 * half], c[nb][2 * half + 1]);
-    }
+        for (int nb = 0; nb < 2; ++nb)
+          atomic_add_pair(rows[half] + n + nb * 8, c[nb][2 * half], c[nb][2 * half + 1]);
   }
 }
 
