@@ -516,8 +516,8 @@ __device__ __forceinline__ void atomic_add_pair(float* at, float first, float se
 
 // += (scale dS) K over the block's 64 keys, added into p.grad_q_sum. ds_tile holds scale dS
 // [32 queries x 64 keys] as T. Warp w takes query rows (w % 2) * 16 .. + 15 and the head-dim
-// columns (w / 2) * kD / 2 .. + kD / 2 - 1, 16 at a time (8 floats of C at once: grad_kv
-// holds dK and dV in its registers already).
+// columns (w / 2) * kD / 2 .. + kD / 2 - 1, all in one pass: C's kD / 4 floats a lane fit
+// beside dK and dV, and one pass keeps ptxas from rebuilding the row pointers per chunk.
 template <typename T, int kD>
 __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const uint16_t* k_tile, int bh, int q0) {
   static_assert(kWarps == 4 && kQueriesPerStep == 2 * kWarpRows, "four warps cover 2 x 2 quarters of dQ's tile");
@@ -536,23 +536,24 @@ __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const
     in_range[half] = i < p.q_len;
     rows[half] = p.grad_q_sum + p.query_row(bh, in_range[half] ? i : 0) * kD + col0 + c_col(0, 0);
   }
+  constexpr int kBlocks = kD / 2 / 8;  // C's n-blocks of the warp's columns, all in registers at once
+  float c[kBlocks][4] = {};
 #pragma unroll
-  for (int n = 0; n < kD / 2; n += 16) {
-    float c[2][4] = {};
+  for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
 #pragma unroll
-    for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
+    for (int nb = 0; nb < kBlocks; nb += 2) {
       mma::FragB b0, b1;
-      mma::load_b_from_columns<kD>(k_tile, k0, col0 + n, b0, b1);
-      mma::mma_16x8x16<T>(c[0], ds[k0 / 16], b0);
-      mma::mma_16x8x16<T>(c[1], ds[k0 / 16], b1);
+      mma::load_b_from_columns<kD>(k_tile, k0, col0 + nb * 8, b0, b1);
+      mma::mma_16x8x16<T>(c[nb], ds[k0 / 16], b0);
+      mma::mma_16x8x16<T>(c[nb + 1], ds[k0 / 16], b1);
     }
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-      if (in_range[half])
-#pragma unroll
-        for (int nb = 0; nb < 2; ++nb)
-          atomic_add_pair(rows[half] + n + nb * 8, c[nb][2 * half], c[nb][2 * half + 1]);
   }
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+    if (in_range[half])
+#pragma unroll
+      for (int nb = 0; nb < kBlocks; ++nb)
+        atomic_add_pair(rows[half] + nb * 8, c[nb][2 * half], c[nb][2 * half + 1]);
 }
 
 template <typename T, int kD, bool kAtomicDq>

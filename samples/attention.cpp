@@ -18,11 +18,11 @@
 //   - that they compute the same thing: the output and dQ, dK, dV, the dropout included
 //     (both draw the same stream and drop the same scores);
 //   - time and memory of forward + backward side by side, and the size of one score matrix.
-// Memory is the lesson: on an H200 the fused op allocated 97 MiB where the twin allocated
-// 1568. Time is not yet: there the twin, on cuBLAS and the fused softmax_dropout, was 1.7x
-// faster (2.0 against 3.5 ms), because minigrad's flash kernels still spend most of their
-// issue slots on integer work around the tensor-core products (docs/perf-notes.md). A
-// kernel that moves less memory is not fast by that alone.
+// Memory is the lesson: on an H100 the fused op allocated 97 MiB where the twin allocated
+// 1568. Time is not, yet: there the two took the same time (2.44 against 2.40 ms for the
+// twin, on cuBLAS and the fused softmax_dropout), because minigrad's flash backward still
+// spends many of its issue slots on integer work around the tensor-core products
+// (docs/perf-notes.md). A kernel that moves less memory is not fast by that alone.
 //
 //   attention [--device cpu|cuda]
 //

@@ -151,6 +151,7 @@ const std::vector<Case> kCases = {
     {"empty_keys",                     1, 2, 2,    5,   0,  64, false, Mask::None,            0.0},
     {"empty_queries",                  1, 2, 2,    0,  10,  64, false, Mask::None,            0.0},
     {"high_dropout",                   1, 2, 2,   64, 128,  64, true,  Mask::None,            0.9},
+    {"one_row_short_of_tiles",         1, 2, 2,   63, 127,  64, false, Mask::None,            0.0},
 };
 
 int failures = 0;
