@@ -501,7 +501,6 @@ constexpr int grad_kv_shared_bytes() {
          (kAtomicDq ? kQueriesPerStep * kBlockRows * 2 : 0);
 }
 
-// The atomic mode's share of dQ of a grad_kv step: rows q0 .. q0 + 31 of query head bh
 // at[0] += first, at[1] += second (at 8-byte aligned), atomically. Hopper adds a float2 in
 // one instruction: half the instructions of two scalar adds, and a warp's adds then fill the
 // 32-byte sectors they touch (C's two neighbouring columns per lane).
@@ -514,6 +513,7 @@ __device__ __forceinline__ void atomic_add_pair(float* at, float first, float se
 #endif
 }
 
+// The atomic mode's share of dQ of a grad_kv step: rows q0 .. q0 + 31 of query head bh
 // += (scale dS) K over the block's 64 keys, added into p.grad_q_sum. ds_tile holds scale dS
 // [32 queries x 64 keys] as T. Warp w takes query rows (w % 2) * 16 .. + 15 and the head-dim
 // columns (w / 2) * kD / 2 .. + kD / 2 - 1, all in one pass: C's kD / 4 floats a lane fit

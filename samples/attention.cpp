@@ -20,9 +20,9 @@
 //   - time and memory of forward + backward side by side, and the size of one score matrix.
 // Memory is the lesson: on an H100 the fused op allocated 97 MiB where the twin allocated
 // 1568. Time is not, yet: there the two took the same time (2.44 against 2.40 ms for the
-// twin, on cuBLAS and the fused softmax_dropout), because minigrad's flash backward still
-// spends many of its issue slots on integer work around the tensor-core products
-// (docs/perf-notes.md). A kernel that moves less memory is not fast by that alone.
+// twin, on cuBLAS and the fused softmax_dropout): minigrad's flash forward is now the faster
+// of the two, its backward still 1.6x slower than FlashAttention-2's (docs/perf-notes.md). A
+// kernel that moves less memory is not fast by that alone.
 //
 //   attention [--device cpu|cuda]
 //
