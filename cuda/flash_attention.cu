@@ -321,9 +321,9 @@ struct QueryBlock {
 // The forward's tile shape for head dim kD: each warp owns kTiles mma tiles of 16 query rows
 // (a block 64 * kTiles rows), and a step scores kKeys keys. More rows a warp means each K and
 // V fragment read from shared memory feeds more products; the price is registers (the warp's
-// O alone is kTiles * kD / 2 floats a lane). Of 1 x 64, 1 x 128, 2 x 32 and 2 x 64, 1 x 64
-// was the fastest at both head dims on the H200 (docs/perf-notes.md; the kernel is bound by
-// the instructions it issues, not by shared memory).
+// O alone is kTiles * kD / 2 floats a lane). 1 x 64 is the best of 1 x 64, 1 x 128, 2 x 32
+// and 2 x 64 over the benchmarked shapes taken together; 2 x 64 wins only long non-causal
+// heads of dim 128 (bench/experiments/flash_forward_shapes.cu, docs/perf-notes.md).
 template <int kD>
 struct ForwardShape {
   static constexpr int kTiles = 1;
