@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include <minigrad/core/dtype.h>
+#include <minigrad/cuda/vector.cuh>
 
 namespace minigrad {
 namespace cuda {
@@ -56,6 +57,29 @@ __device__ __forceinline__ To convert_element(From v) {
     return static_cast<int64_t>(__double2ll_rz(v));
   } else {
     return static_cast<To>(v);
+  }
+}
+
+// The elements of a vector, each converted as convert_element<To> converts it. bfloat16 to
+// float, the row kernels' commonest case, takes the vector a 32-bit word (two elements) at a
+// time: a bfloat16 is the top half of the float with its value, so the low element is the
+// word shifted left by 16 bits and the high one the word with its low 16 bits cleared, an
+// instruction each. Converted one 16-bit element at a time, the high one costs two (a byte
+// permute to move it down, then the shift), and the row kernels are bound by their
+// instruction count, not by memory, at the bandwidth of an H200.
+template <typename To, typename From, int N>
+__device__ __forceinline__ void convert_vector(const AlignedVector<From, N> v, To (&out)[N]) {
+  if constexpr (std::is_same_v<From, BFloat16> && std::is_same_v<To, float> && N % 2 == 0) {
+    uint32_t words[N / 2];
+    memcpy(words, &v, sizeof(words));
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      out[2 * i] = __uint_as_float(words[i] << 16);
+      out[2 * i + 1] = __uint_as_float(words[i] & 0xffff0000u);
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < N; ++e) out[e] = convert_element<To>(v.values[e]);
   }
 }
 

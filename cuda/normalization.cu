@@ -86,9 +86,7 @@ __device__ __forceinline__ void load_affine(const T* p, int64_t k, acc_t fallbac
     for (int e = 0; e < kVec; ++e) out[e] = fallback;
     return;
   }
-  const AlignedVector<T, kVec> loaded = reinterpret_cast<const AlignedVector<T, kVec>*>(p)[k];
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) out[e] = convert_element<acc_t>(loaded.values[e]);
+  convert_vector(reinterpret_cast<const AlignedVector<T, kVec>*>(p)[k], out);
 }
 
 // ---- forward ----
@@ -113,23 +111,25 @@ __global__ void normalization_rows_kernel(ForwardArgs<T> a) {
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
-      const Vector loaded = in[k];
+      convert_vector(in[k], v[j]);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        v[j][e] = convert_element<acc_t>(loaded.values[e]);
-        sum += v[j][e];
-      }
+      for (int e = 0; e < kVec; ++e) sum += v[j][e];
     }
   }
   acc_t mean = 0;
   if constexpr (kKind == NormKind::Layer)
     mean = row_allreduce<kWarpPerRow>(sum, Plus{}, acc_t(0), mean_partials) / static_cast<acc_t>(a.n);
+  // v becomes x - mean in place: the squares and the output both use it (for rms_norm
+  // mean is 0 and the subtraction compiles away).
   acc_t squares = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (static_cast<int64_t>(j) * me.threads_per_row + me.thread < vectors) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) squares += (v[j][e] - mean) * (v[j][e] - mean);
+      for (int e = 0; e < kVec; ++e) {
+        v[j][e] -= mean;
+        squares += v[j][e] * v[j][e];
+      }
     }
   }
   squares = row_allreduce<kWarpPerRow>(squares, Plus{}, acc_t(0), square_partials);
@@ -148,7 +148,7 @@ __global__ void normalization_rows_kernel(ForwardArgs<T> a) {
       Vector result;
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        const acc_t z = normalization::normalized<kKind>(v[j][e], mean, rstd) * w[e] + b[e];
+        const acc_t z = v[j][e] * rstd * w[e] + b[e];  // normalized(): (x - mean) * rstd
         result.values[e] = convert_element<T>(normalization::activate<kEpilogue>(z));
       }
       out[k] = result;
@@ -174,19 +174,21 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
     acc_t sum = 0;
 #pragma unroll 4
     for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-      const Vector loaded = in[k];
+      acc_t loaded[kVec];
+      convert_vector(in[k], loaded);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) sum += convert_element<acc_t>(loaded.values[e]);
+      for (int e = 0; e < kVec; ++e) sum += loaded[e];
     }
     mean = block_allreduce(sum, Plus{}, acc_t(0), mean_partials) / static_cast<acc_t>(a.n);
   }
   acc_t squares = 0;
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector loaded = in[k];
+    acc_t loaded[kVec];
+    convert_vector(in[k], loaded);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      const acc_t d = convert_element<acc_t>(loaded.values[e]) - mean;
+      const acc_t d = loaded[e] - mean;
       squares += d * d;
     }
   }
@@ -198,14 +200,15 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
   }
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector loaded = in[k];
+    acc_t loaded[kVec];
+    convert_vector(in[k], loaded);
     acc_t w[kVec], b[kVec];
     load_affine<acc_t>(a.weight, k, acc_t(1), w);
     load_affine<acc_t>(a.bias, k, acc_t(0), b);
     Vector result;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      const acc_t xhat = normalization::normalized<kKind>(convert_element<acc_t>(loaded.values[e]), mean, rstd);
+      const acc_t xhat = normalization::normalized<kKind>(loaded[e], mean, rstd);
       const acc_t z = xhat * w[e] + b[e];
       result.values[e] = convert_element<T>(normalization::activate<kEpilogue>(z));
     }
@@ -231,10 +234,11 @@ struct GradientVector {
     load_affine<acc_t>(a.weight, k, acc_t(1), w);
     acc_t b[kVec];
     if constexpr (kEpilogue != Epilogue::Identity) load_affine<acc_t>(a.bias, k, acc_t(0), b);
+    convert_vector(x, xhat);
+    convert_vector(g, dz);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      xhat[e] = normalization::normalized<kKind>(convert_element<acc_t>(x.values[e]), mean, rstd);
-      dz[e] = convert_element<acc_t>(g.values[e]);
+      xhat[e] = normalization::normalized<kKind>(xhat[e], mean, rstd);
       if constexpr (kEpilogue != Epilogue::Identity)
         dz[e] *= normalization::activate_derivative<kEpilogue>(xhat[e] * w[e] + b[e]);
       dxhat[e] = dz[e] * w[e];

@@ -67,6 +67,7 @@ struct RowOptions {
   double scale = 1.0;
   bool drop = false;
   dropout_bits::Mask dropout;
+  philox::RoundKeys dropout_keys{0};  // of dropout.seed, computed once on the host
   double keep_scale = 1.0;
 };
 
@@ -108,8 +109,9 @@ struct LogitUnits {
 template <typename T, typename acc_t, int kVec>
 __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStart& s, const LogitUnits<acc_t>& units,
                                               const AlignedVector<T, kVec>& x, int64_t col, acc_t (&v)[kVec]) {
+  convert_vector(x, v);
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) v[e] = units.x_factor * convert_element<acc_t>(x.values[e]);
+  for (int e = 0; e < kVec; ++e) v[e] *= units.x_factor;
   if (o.mask_kind == MaskKind::Additive) {
     const T* mask = static_cast<const T*>(o.mask) + s.mask_offset + col * o.mask_step;
 #pragma unroll
@@ -153,7 +155,7 @@ __device__ __forceinline__ KeepWords<kVec> vector_keep(const RowOptions& o, cons
   if constexpr (kVec > 1) {
     if (o.index_step == 1 && first % kVec == 0) {
       const philox::Uint4 b =
-          philox::random_block(o.dropout.seed, o.dropout.offset, first / dropout_bits::kElementsPerBlock);
+          philox::random_block(o.dropout_keys, o.dropout.offset, first / dropout_bits::kElementsPerBlock);
       const uint32_t start = static_cast<uint32_t>(first % dropout_bits::kElementsPerBlock) / 2;  // kVec / 2 divides it
       if constexpr (kVec == 8) {
         k.w[0] = b.x, k.w[1] = b.y, k.w[2] = b.z, k.w[3] = b.w;
@@ -332,11 +334,11 @@ __device__ __forceinline__ void recompute_probabilities(const RowOptions& o, con
   for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(p[e] - log_sum_exp2);
 }
 
-// dP = dy * keep / (1 - p_q) of element e of a vector, from its dy and the vector's decisions.
-template <typename acc_t, typename T, int kVec>
-__device__ __forceinline__ acc_t grad_probability(const RowOptions& o, T dy, const KeepWords<kVec>& keep, int e) {
-  const acc_t g = convert_element<acc_t>(dy);
-  return o.drop ? g * keep_factor<acc_t>(o, keep, e) : g;
+// dP = dy * keep / (1 - p_q) of element e of a vector, from its dy (converted to acc_t) and
+// the vector's decisions.
+template <typename acc_t, int kVec>
+__device__ __forceinline__ acc_t grad_probability(const RowOptions& o, acc_t dy, const KeepWords<kVec>& keep, int e) {
+  return o.drop ? dy * keep_factor<acc_t>(o, keep, e) : dy;
 }
 
 // The register path holds, per vector, P in compute_t<T> and dy as loaded with the vector's
@@ -383,8 +385,10 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
       recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], k, p[j]);
+      acc_t g[kVec];
+      convert_vector(dy[j], g);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) total += grad_probability<acc_t>(options, dy[j].values[e], keep[j], e) * p[j][e];
+      for (int e = 0; e < kVec; ++e) total += grad_probability(options, g[e], keep[j], e) * p[j][e];
     }
   }
   total = row_allreduce<kWarpPerRow>(total, Plus{}, acc_t(0), partials);
@@ -394,11 +398,12 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
     if (k < vectors) {
+      acc_t g[kVec];
+      convert_vector(dy[j], g);  // again: dy is held as loaded, half the registers of g
       Vector result;
 #pragma unroll
       for (int e = 0; e < kVec; ++e)
-        result.values[e] = convert_element<T>(
-            scale * p[j][e] * (grad_probability<acc_t>(options, dy[j].values[e], keep[j], e) - total));
+        result.values[e] = convert_element<T>(scale * p[j][e] * (grad_probability(options, g[e], keep[j], e) - total));
       out[k] = result;
     }
   }
@@ -426,13 +431,14 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   {
     dropout_bits::MaskCursor cursor(options.dropout);
     for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-      const Vector dy = g_in[k];
+      acc_t dy[kVec];
+      convert_vector(g_in[k], dy);
       acc_t p[kVec];
       recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k, p);
       KeepWords<kVec> keep;
       if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) total += grad_probability<acc_t>(options, dy.values[e], keep, e) * p[e];
+      for (int e = 0; e < kVec; ++e) total += grad_probability(options, dy[e], keep, e) * p[e];
     }
   }
   total = block_allreduce(total, Plus{}, acc_t(0), warp_results);
@@ -440,7 +446,8 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   Vector* out = reinterpret_cast<Vector*>(grad_input + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector dy = g_in[k];
+    acc_t dy[kVec];
+    convert_vector(g_in[k], dy);
     acc_t p[kVec];
     recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k, p);
     KeepWords<kVec> keep;
@@ -448,7 +455,7 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
     Vector result;
 #pragma unroll
     for (int e = 0; e < kVec; ++e)
-      result.values[e] = convert_element<T>(scale * p[e] * (grad_probability<acc_t>(options, dy.values[e], keep, e) - total));
+      result.values[e] = convert_element<T>(scale * p[e] * (grad_probability(options, dy[e], keep, e) - total));
     out[k] = result;
   }
 }
@@ -473,6 +480,7 @@ RowOptions row_options(const SoftmaxDropoutRows& rows, const char* op) {
   o.scale = rows.scale;
   o.drop = rows.drop;
   o.dropout = rows.dropout;
+  o.dropout_keys = philox::RoundKeys(rows.dropout.seed);
   o.keep_scale = rows.dropout.scale();
   return o;
 }

@@ -24,8 +24,8 @@
 // itself, whose exponential and reciprocal are one instruction each on the GPU
 // (kernels/fast_math.h): 18 instructions an element in all in the bf16 kernel's SASS (40 with
 // IEEE division and exp2f), and bf16 GELU runs at 0.99 of the copy rate on an H200. The
-// limits at the infinities (without_negative_infinity below) add one max instruction to the
-// forward, and two or three to each backward.
+// limits at the infinities (at_most and without_infinities below) add one min instruction
+// to the forward, and two or three to each backward.
 #include <cfloat>
 #include <cmath>
 #include <type_traits>
@@ -140,9 +140,22 @@ MG_HOST_DEVICE T normal_cdf(T x) {
 }
 
 // Exact GELU: 0.5 * x * (1 + erf(x / sqrt(2))) = x * Phi(x). gelu(-inf) = 0, the limit.
+//
+// Float writes x * Phi(x) as max(x, 0) - |x| Q(|x|), which holds on both sides: for x >= 0
+// it is x (1 - Q(x)), and for x < 0 it is x Q(-x) = x Phi(x) (the density is even). One
+// max and one fused multiply-add, where choosing between 1 - Q and Q and then multiplying
+// by x took a compare, a predicated subtraction, a max and a multiply. The infinities: Q is
+// 0 there, and |x| capped at the largest finite value keeps |x| * 0 from being NaN, so
+// gelu(inf) = inf and gelu(-inf) = 0. A NaN x gives a NaN Q, hence NaN.
 template <typename T>
 MG_HOST_DEVICE T gelu_exact(T x) {
-  return without_negative_infinity(x) * normal_cdf(x);
+  if constexpr (std::is_same_v<T, float>) {
+    using std::fabs;
+    const T a = fabs(x);
+    return at_least(x, T(0)) - at_most(a, max_finite<T>()) * upper_tail(a, gaussian(x));
+  } else {
+    return without_negative_infinity(x) * normal_cdf(x);
+  }
 }
 
 // d/dx [x * Phi(x)] = Phi(x) + x * phi(x), by the product rule: 1 at +inf, 0 at -inf.

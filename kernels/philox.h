@@ -14,33 +14,63 @@ struct Uint4 {
   uint32_t x, y, z, w;
 };
 
+// The 64-bit product a * b as its low word (returned) and high word (*hi). On the GPU the
+// high word comes from __umulhi: through a 64-bit product and a shift, ptxas added a move
+// of the high word after each multiply (two instructions a round, for nothing).
 MG_HOST_DEVICE uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
+#ifdef __CUDA_ARCH__
+  *hi = __umulhi(a, b);
+  return a * b;
+#else
   uint64_t p = static_cast<uint64_t>(a) * b;
   *hi = static_cast<uint32_t>(p >> 32);
   return static_cast<uint32_t>(p);
+#endif
 }
 
-// Ten rounds of the Philox4x32 bijection on `ctr` keyed by `key`.
-MG_HOST_DEVICE Uint4 philox4x32_10(Uint4 ctr, uint32_t key0, uint32_t key1) {
+constexpr int kRounds = 10;
+
+// The key of each round: the seed's two words, each advanced by its Weyl constant every
+// round. They depend on the seed alone, so a kernel that draws many blocks can take them
+// computed once, as a parameter: each round's xor then reads its key from the constant
+// bank, where computing the keys in every call cost two additions a round.
+struct RoundKeys {
+  uint32_t key0[kRounds];
+  uint32_t key1[kRounds];
+  MG_HOST_DEVICE explicit RoundKeys(uint64_t seed) {
+    constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+    uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
+    for (int round = 0; round < kRounds; ++round) {
+      key0[round] = k0;
+      key1[round] = k1;
+      k0 += kWeyl0;
+      k1 += kWeyl1;
+    }
+  }
+};
+
+// Ten rounds of the Philox4x32 bijection on `ctr` with the round keys of a seed.
+MG_HOST_DEVICE Uint4 philox4x32_10(Uint4 ctr, const RoundKeys& keys) {
   constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     uint32_t hi0, hi1;
     uint32_t lo0 = mulhilo(kMul0, ctr.x, &hi0);
     uint32_t lo1 = mulhilo(kMul1, ctr.z, &hi1);
-    ctr = Uint4{hi1 ^ ctr.y ^ key0, lo1, hi0 ^ ctr.w ^ key1, lo0};
-    key0 += kWeyl0;
-    key1 += kWeyl1;
+    ctr = Uint4{hi1 ^ ctr.y ^ keys.key0[round], lo1, hi0 ^ ctr.w ^ keys.key1[round], lo0};
   }
   return ctr;
 }
 
 // The four 32-bit words for block `block` (element indices 4*block .. 4*block+3) of the
-// stream (seed, offset). Each call of a random op takes a fresh offset from its Generator.
-MG_HOST_DEVICE Uint4 random_block(uint64_t seed, uint64_t offset, uint64_t block) {
+// stream (seed, offset), the seed given as itself or as its round keys. Each call of a
+// random op takes a fresh offset from its Generator.
+MG_HOST_DEVICE Uint4 random_block(const RoundKeys& keys, uint64_t offset, uint64_t block) {
   Uint4 ctr{static_cast<uint32_t>(block), static_cast<uint32_t>(block >> 32),
             static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32)};
-  return philox4x32_10(ctr, static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+  return philox4x32_10(ctr, keys);
+}
+MG_HOST_DEVICE Uint4 random_block(uint64_t seed, uint64_t offset, uint64_t block) {
+  return random_block(RoundKeys(seed), offset, block);
 }
 
 MG_HOST_DEVICE uint32_t word(const Uint4& v, int lane) {

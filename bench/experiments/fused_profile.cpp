@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
     const Tensor bias = randn({hidden}, bf16).requires_grad_();
     const Tensor grad = randn({rows, hidden}, bf16);
     for (int i = 0; i < repeats; ++i) layer_norm_gelu(x, {hidden}, weight, bias).backward(grad);
+    // layer_norm alone: the same kernels without the GELU epilogue, for the difference.
+    for (int i = 0; i < repeats; ++i) layer_norm(x, {hidden}, weight, bias).backward(grad);
   }
   {
     // cross_entropy over a GPT-2 vocabulary: forward alone, then forward (which writes the
