@@ -105,13 +105,22 @@ __global__ void normalization_rows_kernel(ForwardArgs<T> a) {
   Vector* out = reinterpret_cast<Vector*>(a.y + me.row * a.n);
   const int64_t vectors = a.n / kVec;
 
+  // Every load issued before the first is used (as the backward's RowLoads, in words).
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
+  Word loaded[kVectorsPerThread];
+#pragma unroll
+  for (int j = 0; j < kVectorsPerThread; ++j) {
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (k < vectors) loaded[j] = reinterpret_cast<const Word*>(in)[k];
+  }
   acc_t v[kVectorsPerThread][kVec];
   acc_t sum = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) {
-      convert_vector(in[k], v[j]);
+    if (static_cast<int64_t>(j) * me.threads_per_row + me.thread < vectors) {
+      Vector vector;
+      memcpy(&vector, &loaded[j], sizeof(vector));
+      convert_vector(vector, v[j]);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) sum += v[j][e];
     }
@@ -253,21 +262,27 @@ struct GradientVector {
 // What the register path reads of a row: its statistics, and the thread's vectors of grad and
 // x, as loaded (still in T). Loaded a row ahead: the loads of the block's next row are in
 // flight while the current row's sums wait on the block's barrier and its dx is written.
+//
+// The vectors are held as the unsigned words of the load (load_vector's Word), not as
+// AlignedVectors: held as 16-bit bfloat16 elements, each predicated load went to scratch
+// registers and was merged into the held ones 16 bits at a time right away, so each load
+// waited for the one before it instead of all being in flight at once.
 template <typename T, int kVec, int kVectorsPerThread>
 struct RowLoads {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
   acc_t mean = 0;
   acc_t rstd = 0;
-  Vector g[kVectorsPerThread];
-  Vector x[kVectorsPerThread];
+  Word g[kVectorsPerThread];
+  Word x[kVectorsPerThread];
 
   __device__ __forceinline__ void load(const BackwardArgs<T>& a, int64_t row, int64_t vectors) {
     if (row >= a.rows) return;
     mean = a.mean ? a.mean[row] : acc_t(0);
     rstd = a.rstd[row];
-    const Vector* g_row = reinterpret_cast<const Vector*>(a.grad + row * a.n);
-    const Vector* x_row = reinterpret_cast<const Vector*>(a.x + row * a.n);
+    const Word* g_row = reinterpret_cast<const Word*>(a.grad + row * a.n);
+    const Word* x_row = reinterpret_cast<const Word*>(a.x + row * a.n);
 #pragma unroll
     for (int j = 0; j < kVectorsPerThread; ++j) {
       const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
@@ -276,6 +291,11 @@ struct RowLoads {
         x[j] = x_row[k];
       }
     }
+  }
+  __device__ __forceinline__ static Vector as_vector(const Word& w) {
+    Vector v;
+    memcpy(&v, &w, sizeof(v));
+    return v;
   }
 };
 
@@ -350,7 +370,8 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
       for (int j = 0; j < kVectorsPerThread; ++j) {
         const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
         if (k < vectors) {
-          const GradientVector<T, kKind, kEpilogue, kVec> v(a, next.g[j], next.x[j], k, mean, rstd);
+          const GradientVector<T, kKind, kEpilogue, kVec> v(a, next.as_vector(next.g[j]), next.as_vector(next.x[j]), k,
+                                                            mean, rstd);
           add_to_sums(v);
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {

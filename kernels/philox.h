@@ -31,9 +31,9 @@ MG_HOST_DEVICE uint32_t mulhilo(uint32_t a, uint32_t b, uint32_t* hi) {
 constexpr int kRounds = 10;
 
 // The key of each round: the seed's two words, each advanced by its Weyl constant every
-// round. They depend on the seed alone, so a kernel that draws many blocks can take them
-// computed once, as a parameter: each round's xor then reads its key from the constant
-// bank, where computing the keys in every call cost two additions a round.
+// round. They depend on the seed alone, so a kernel that draws many blocks takes them
+// computed once on the host, as a parameter: ptxas loads them once a thread, where a kernel
+// given the seed computed them again in every call, two additions a round.
 struct RoundKeys {
   uint32_t key0[kRounds];
   uint32_t key1[kRounds];
@@ -59,6 +59,11 @@ MG_HOST_DEVICE Uint4 philox4x32_10(Uint4 ctr, const RoundKeys& keys) {
     ctr = Uint4{hi1 ^ ctr.y ^ keys.key0[round], lo1, hi0 ^ ctr.w ^ keys.key1[round], lo0};
   }
   return ctr;
+}
+
+// The same with the key as two words, the form of Random123's known-answer vectors.
+MG_HOST_DEVICE Uint4 philox4x32_10(Uint4 ctr, uint32_t key0, uint32_t key1) {
+  return philox4x32_10(ctr, RoundKeys(static_cast<uint64_t>(key1) << 32 | key0));
 }
 
 // The four 32-bit words for block `block` (element indices 4*block .. 4*block+3) of the
