@@ -105,22 +105,13 @@ __global__ void normalization_rows_kernel(ForwardArgs<T> a) {
   Vector* out = reinterpret_cast<Vector*>(a.y + me.row * a.n);
   const int64_t vectors = a.n / kVec;
 
-  // Every load issued before the first is used (as the backward's RowLoads, in words).
-  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
-  Word loaded[kVectorsPerThread];
-#pragma unroll
-  for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) loaded[j] = reinterpret_cast<const Word*>(in)[k];
-  }
   acc_t v[kVectorsPerThread][kVec];
   acc_t sum = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (static_cast<int64_t>(j) * me.threads_per_row + me.thread < vectors) {
-      Vector vector;
-      memcpy(&vector, &loaded[j], sizeof(vector));
-      convert_vector(vector, v[j]);
+    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
+    if (k < vectors) {
+      convert_vector(in[k], v[j]);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) sum += v[j][e];
     }
