@@ -254,7 +254,7 @@ struct GradientVector {
 // x, as loaded (still in T). Loaded a row ahead: the loads of the block's next row are in
 // flight while the current row's sums wait on the block's barrier and its dx is written.
 //
-// The vectors are held as the unsigned words of the load (load_vector's Word), not as
+// The vectors are held as the unsigned words of the load (VectorWord), not as
 // AlignedVectors: held as 16-bit bfloat16 elements, each predicated load went to scratch
 // registers and was merged into the held ones 16 bits at a time right away, so each load
 // waited for the one before it instead of all being in flight at once.
@@ -282,11 +282,6 @@ struct RowLoads {
         x[j] = x_row[k];
       }
     }
-  }
-  __device__ __forceinline__ static Vector as_vector(const Word& w) {
-    Vector v;
-    memcpy(&v, &w, sizeof(v));
-    return v;
   }
 };
 
@@ -361,8 +356,8 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
       for (int j = 0; j < kVectorsPerThread; ++j) {
         const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
         if (k < vectors) {
-          const GradientVector<T, kKind, kEpilogue, kVec> v(a, next.as_vector(next.g[j]), next.as_vector(next.x[j]), k,
-                                                            mean, rstd);
+          const GradientVector<T, kKind, kEpilogue, kVec> v(a, vector_from_bits<T, kVec>(next.g[j]),
+                                                            vector_from_bits<T, kVec>(next.x[j]), k, mean, rstd);
           add_to_sums(v);
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {

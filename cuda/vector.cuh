@@ -57,14 +57,25 @@ struct VectorWord<2> {
   using type = uint16_t;
 };
 
+// The vector of N elements of T whose bytes are `bits`, a VectorWord of the vector's size
+// (a kernel that holds loaded vectors as words, as the normalization backward does, turns
+// them back into elements with this).
+template <typename T, int N, typename Word>
+__device__ __forceinline__ AlignedVector<T, N> vector_from_bits(const Word& bits) {
+  static_assert(sizeof(Word) == sizeof(AlignedVector<T, N>), "a word of the vector's size");
+  AlignedVector<T, N> v;
+  memcpy(&v, &bits, sizeof(v));
+  return v;
+}
+
 // The N elements at p, which is aligned to the vector (is_aligned_for).
 template <int N, typename T>
 __device__ __forceinline__ AlignedVector<T, N> load_vector(const T* p) {
   using Word = typename VectorWord<static_cast<int>(sizeof(T)) * N>::type;
+  // One load into a register first: a memcpy straight from global memory may compile to
+  // byte loads.
   const Word bits = *reinterpret_cast<const Word*>(p);
-  AlignedVector<T, N> v;
-  memcpy(&v, &bits, sizeof(v));
-  return v;
+  return vector_from_bits<T, N>(bits);
 }
 
 template <int N, typename T>
