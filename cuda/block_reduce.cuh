@@ -50,8 +50,15 @@ __device__ __forceinline__ T block_allreduce(T value, Combine combine, T identit
   value = warp_allreduce(value, combine);
   if (lane == 0) shared[warp] = value;
   __syncthreads();
-  // Each warp combines the per-warp results itself: no second barrier to hand one back.
-  return warp_allreduce(lane < warps ? shared[lane] : identity, combine);
+  // Each warp combines the per-warp results itself: no second barrier to hand one back. The
+  // butterfly needs only log2(span) steps, span the power of two at or above the number of
+  // warps: lane l takes warp (l % span)'s result, so every group of span lanes holds all of
+  // them (one step for a block of two warps, where a full butterfly would take five).
+  const int span = warps == 1 ? 1 : 1 << (32 - __clz(warps - 1));
+  const int source = lane & (span - 1);
+  value = source < warps ? shared[source] : identity;
+  for (int lane_mask = span / 2; lane_mask > 0; lane_mask /= 2) value = combine(value, shuffle_xor(value, lane_mask));
+  return value;
 }
 
 }  // namespace cuda

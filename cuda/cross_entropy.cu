@@ -153,17 +153,19 @@ __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int
     const acc_t v[1] = {convert_element<acc_t>(x[j])};
     fold_values(s, v);
   };
-  auto fold_vector = [&](const Vector& loaded) {
+  // The loads are held as words: a predicated load into a vector of T was merged into its
+  // registers 16 bits at a time, and each waited for the one before.
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
+  auto fold_vector = [&](const Word& loaded) {
     acc_t v[kVec];
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] = convert_element<acc_t>(loaded.values[e]);
+    convert_vector(vector_from_bits<T, kVec>(loaded), v);
     fold_values(s, v);
   };
   const RowSplit split = split_row(x, n);
   if (thread < split.head) fold_element(thread);
-  const Vector* body = reinterpret_cast<const Vector*>(x + split.head);
+  const Word* body = reinterpret_cast<const Word*>(x + split.head);
   for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
-    Vector loaded[kUnroll];
+    Word loaded[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (k + u * threads < split.vectors) loaded[u] = body[k + u * threads];
@@ -195,18 +197,20 @@ __device__ __forceinline__ void write_row(const T* x, T* out, int64_t n, bool ve
   }
   const RowSplit split = split_row(out, n);
   if (thread < split.head) element(thread);
-  const Vector* in = reinterpret_cast<const Vector*>(x + split.head);
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;  // as in fold_row
+  const Word* in = reinterpret_cast<const Word*>(x + split.head);
   Vector* dst = reinterpret_cast<Vector*>(out + split.head);
-  auto store = [&](const Vector& loaded, int64_t k) {
+  auto store = [&](const Word& loaded, int64_t k) {
     const int64_t first = split.head + k * kVec;
+    acc_t v[kVec];
+    convert_vector(vector_from_bits<T, kVec>(loaded), v);
     Vector result;
 #pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      result.values[e] = convert_element<T>(value(convert_element<acc_t>(loaded.values[e]), first + e));
+    for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(value(v[e], first + e));
     dst[k] = result;
   };
   for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
-    Vector loaded[kUnroll];
+    Word loaded[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
       if (k + u * threads < split.vectors) loaded[u] = in[k + u * threads];

@@ -59,12 +59,9 @@ __global__ void softmax_rows_kernel(const T* __restrict__ x, T* __restrict__ y, 
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * threads_per_row + thread;
     if (k < vectors) {
-      const Vector loaded = in[k];
+      convert_vector(in[k], v[j]);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        v[j][e] = convert_element<acc_t>(loaded.values[e]);
-        row_max = fmax(row_max, v[j][e]);
-      }
+      for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[j][e]);
     }
   }
   row_max = row_allreduce<kWarpPerRow>(row_max, Max{}, acc_t(-INFINITY), max_partials);
@@ -111,20 +108,22 @@ __global__ void softmax_online_kernel(const T* __restrict__ x, T* __restrict__ y
   MaxSum<acc_t> state{-INFINITY, 0};
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector loaded = in[k];
+    acc_t v[kVec];
+    convert_vector(in[k], v);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) state = fold(state, convert_element<acc_t>(loaded.values[e]));
+    for (int e = 0; e < kVec; ++e) state = fold(state, v[e]);
   }
   state = block_allreduce(state, CombineMaxSum<acc_t>{}, MaxSum<acc_t>{-INFINITY, 0}, warp_results);
   const acc_t log_sum = log(state.sum);
   const acc_t inverse_sum = acc_t(1) / state.sum;
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector loaded = in[k];
+    acc_t v[kVec];
+    convert_vector(in[k], v);
     Vector result;
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
-      const acc_t shifted = convert_element<acc_t>(loaded.values[e]) - state.max;
+      const acc_t shifted = v[e] - state.max;
       result.values[e] = convert_element<T>(take_log ? shifted - log_sum : exp(shifted) * inverse_sum);
     }
     out[k] = result;
@@ -157,14 +156,10 @@ __global__ void softmax_backward_rows_kernel(const T* __restrict__ grad, const T
   for (int j = 0; j < kVectorsPerThread; ++j) {
     const int64_t k = static_cast<int64_t>(j) * threads_per_row + thread;
     if (k < vectors) {
-      const Vector g_loaded = g_in[k];
-      const Vector y_loaded = y_in[k];
+      convert_vector(g_in[k], g[j]);
+      convert_vector(y_in[k], yv[j]);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        g[j][e] = convert_element<acc_t>(g_loaded.values[e]);
-        yv[j][e] = convert_element<acc_t>(y_loaded.values[e]);
-        total += take_log ? g[j][e] : g[j][e] * yv[j][e];
-      }
+      for (int e = 0; e < kVec; ++e) total += take_log ? g[j][e] : g[j][e] * yv[j][e];
     }
   }
   total = row_allreduce<kWarpPerRow>(total, Plus{}, acc_t(0), partials);
@@ -197,26 +192,22 @@ __global__ void softmax_backward_online_kernel(const T* __restrict__ grad, const
   acc_t total = 0;
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector g_loaded = g_in[k];
-    const Vector y_loaded = y_in[k];
+    acc_t g[kVec], yv[kVec];
+    convert_vector(g_in[k], g);
+    convert_vector(y_in[k], yv);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const acc_t g = convert_element<acc_t>(g_loaded.values[e]);
-      total += take_log ? g : g * convert_element<acc_t>(y_loaded.values[e]);
-    }
+    for (int e = 0; e < kVec; ++e) total += take_log ? g[e] : g[e] * yv[e];
   }
   total = block_allreduce(total, Plus{}, acc_t(0), warp_results);
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    const Vector g_loaded = g_in[k];
-    const Vector y_loaded = y_in[k];
+    acc_t g[kVec], yv[kVec];
+    convert_vector(g_in[k], g);
+    convert_vector(y_in[k], yv);
     Vector result;
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const acc_t g = convert_element<acc_t>(g_loaded.values[e]);
-      const acc_t yv = convert_element<acc_t>(y_loaded.values[e]);
-      result.values[e] = convert_element<T>(take_log ? g - exp(yv) * total : yv * (g - total));
-    }
+    for (int e = 0; e < kVec; ++e)
+      result.values[e] = convert_element<T>(take_log ? g[e] - exp(yv[e]) * total : yv[e] * (g[e] - total));
     out[k] = result;
   }
 }

@@ -23,13 +23,22 @@
 // kernel per row-length bucket whatever the options: the mask's kind (none, bool,
 // additive), the causal flag and the dropout cost a predictable branch per element.
 // The mask is read at its broadcast strides (a [B, 1, 1, S] padding mask is never expanded):
-// each row finds its offset once, then steps along the row by the mask's last stride (1 or 0).
+// each row finds its offset once, then steps along the row by the mask's last stride (1 or 0),
+// a vector at a time where its rows are contiguous and aligned (RowOptions::mask_vector_alignment).
+//
+// Causal rows: the vectors wholly right of the diagonal are neither loaded nor computed, and
+// their y and dx are written as zeros, which is what computing them gives (P = 0 there): for a
+// square score matrix the forward moves a quarter fewer bytes (half of x is not read) and the
+// backward a third fewer (half of x and of dy). One difference
+// from the composite twin: a NaN or infinite dy at a masked element is not read, where the
+// twin's 0 * dy would make it NaN.
 //
 // The dropout of an element is decided by its index in the caller's x (kernels/dropout.h),
 // one Philox call per group of 8 consecutive indices (dropout_bits::MaskCursor): with the
 // softmax dim last that is one call per 16-byte vector of bfloat16.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include <minigrad/core/dispatch.h>
@@ -63,19 +72,24 @@ struct RowOptions {
   int64_t index_step = 1;  // the index's stride along the row (1 when the softmax dim was x's last)
   const void* mask = nullptr;
   MaskKind mask_kind = MaskKind::None;
+  // The widest vector (in elements, a power of two up to 16) a mask row may be read in: each
+  // row's mask start and the mask's pointer are multiples of it and mask_step is 1 (0 when
+  // mask_step is not 1). Then a vector of x's row meets one vector of the mask.
+  int mask_vector_alignment = 0;
   int64_t causal_rows = 0;  // x.size(-2) when causal, else 0
   double scale = 1.0;
   bool drop = false;
   dropout_bits::Mask dropout;
-  philox::RoundKeys dropout_keys{0};  // of dropout.seed, computed once on the host
   double keep_scale = 1.0;
 };
 
-// Where row `row` starts in the mask and in x's order, and its causal query row.
+// Where row `row` starts in the mask and in x's order, and where causality masks it from.
 struct RowStart {
   int64_t mask_offset;
   int64_t index;
-  int64_t query;
+  // The first column masked out by causality (columns j > the query row i): i + 1, or no
+  // column (INT64_MAX) when not causal.
+  int64_t visible_end;
   __device__ RowStart(const RowOptions& o, int64_t row) {
     if (o.row_length > 0 && o.mask_kind == MaskKind::None) {
       mask_offset = 0;
@@ -86,46 +100,84 @@ struct RowStart {
       mask_offset = offsets[0];
       index = offsets[1];
     }
-    query = o.causal_rows > 0 ? row - divide_index(row, o.causal_rows) * o.causal_rows : 0;
+    visible_end = o.causal_rows > 0 ? row - divide_index(row, o.causal_rows) * o.causal_rows + 1 : INT64_MAX;
   }
+  // Whether the vector of kVec elements starting at column `col` has an element causality
+  // leaves: the kernels neither load nor compute the others, which are all -inf logits.
+  __device__ bool visible(int64_t col) const { return col < visible_end; }
 };
 
 // log2(e): the register kernels hold logits times it, so that exp(v - m) is exp2 of the
-// scaled difference, one instruction (kernels/fast_math.h).
+// scaled difference, one instruction (kernels/fast_math.h); ln(2) takes a base-2 log-sum-exp
+// back to natural units.
 template <typename acc_t>
 constexpr acc_t kLog2e = acc_t(1.44269504088896340736);
+template <typename acc_t>
+constexpr acc_t kLn2 = acc_t(0.69314718055994530942);
 
-// The factors of a logit in some unit: `unit` 1 for natural units, log2(e) for base 2.
+// The factors of a logit l = (scale * x + mask) * unit, `unit` 1 for natural units, log2(e)
+// for base 2. vector_logits multiplies x by x_factor, and the caller multiplies what it
+// returns by exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift):
+// when nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves
+// there (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
+// Otherwise it is applied to x (exponent_factor 1).
 template <typename acc_t>
 struct LogitUnits {
-  acc_t x_factor;  // scale * unit
-  acc_t unit;      // multiplies an additive mask
-  __device__ LogitUnits(const RowOptions& o, acc_t unit_) : x_factor(static_cast<acc_t>(o.scale) * unit_), unit(unit_) {}
+  acc_t x_factor;
+  acc_t exponent_factor;
+  acc_t unit;  // multiplies an additive mask
+  __device__ LogitUnits(const RowOptions& o, acc_t unit_, bool factor_in_exponent) : unit(unit_) {
+    const acc_t factor = static_cast<acc_t>(o.scale) * unit_;
+    const bool moved = factor_in_exponent && o.mask_kind != MaskKind::Additive && factor > acc_t(0);
+    x_factor = moved ? acc_t(1) : factor;
+    exponent_factor = moved ? factor : acc_t(1);
+  }
 };
 
-// (scale * x + mask) * unit of the kVec elements of a vector starting at column `col`, -inf
-// where masked out. The options are the same for every element of every row: each is tested
-// once a vector, not once an element.
-template <typename T, typename acc_t, int kVec>
+// x_factor * x + unit * mask of the kVec elements of a vector starting at column `col`, -inf
+// where masked out, from the vector's bits as loaded (a VectorWord, or the vector itself). The
+// options are the same for every element of every row: each is tested once a vector, not once
+// an element. Callers call it for visible vectors only (RowStart::visible).
+template <typename T, typename acc_t, int kVec, typename Bits>
 __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStart& s, const LogitUnits<acc_t>& units,
-                                              const AlignedVector<T, kVec>& x, int64_t col, acc_t (&v)[kVec]) {
-  convert_vector(x, v);
+                                              const Bits& x, int64_t col, acc_t (&v)[kVec]) {
+  convert_vector(vector_from_bits<T, kVec>(x), v);
+  if (units.x_factor != acc_t(1)) {
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) v[e] *= units.x_factor;
+    for (int e = 0; e < kVec; ++e) v[e] *= units.x_factor;
+  }
+  const bool mask_vectors = o.mask_vector_alignment >= kVec;
   if (o.mask_kind == MaskKind::Additive) {
     const T* mask = static_cast<const T*>(o.mask) + s.mask_offset + col * o.mask_step;
+    if (mask_vectors) {
+      acc_t m[kVec];
+      convert_vector(load_vector<kVec>(mask), m);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) v[e] += units.unit * convert_element<acc_t>(mask[e * o.mask_step]);
+      for (int e = 0; e < kVec; ++e) v[e] += units.unit * m[e];
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[e] += units.unit * convert_element<acc_t>(mask[e * o.mask_step]);
+    }
   } else if (o.mask_kind == MaskKind::Bool) {
-    const bool* mask = static_cast<const bool*>(o.mask) + s.mask_offset + col * o.mask_step;
+    const uint8_t* mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset + col * o.mask_step;
+    if (mask_vectors) {
+      // kVec bools in one load, each tested in its word (a bool's byte is 0 or 1).
+      const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(mask);
+      uint32_t words[(kVec + 3) / 4] = {};
+      memcpy(words, &bytes, sizeof(bytes));
 #pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      if (!mask[e * o.mask_step]) v[e] = -INFINITY;
+      for (int e = 0; e < kVec; ++e)
+        if ((words[e / 4] & (0xffu << (8 * (e % 4)))) == 0u) v[e] = -INFINITY;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        if (mask[e * o.mask_step] == 0) v[e] = -INFINITY;
+    }
   }
-  if (o.causal_rows > 0 && col + kVec - 1 > s.query) {
+  if (col + kVec > s.visible_end) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e)
-      if (col + e > s.query) v[e] = -INFINITY;
+      if (col + e >= s.visible_end) v[e] = -INFINITY;
   }
 }
 
@@ -154,8 +206,7 @@ __device__ __forceinline__ KeepWords<kVec> vector_keep(const RowOptions& o, cons
   const uint64_t first = static_cast<uint64_t>(s.index + col * o.index_step);
   if constexpr (kVec > 1) {
     if (o.index_step == 1 && first % kVec == 0) {
-      const philox::Uint4 b =
-          philox::random_block(o.dropout_keys, o.dropout.offset, first / dropout_bits::kElementsPerBlock);
+      const philox::Uint4 b = o.dropout.block(first / dropout_bits::kElementsPerBlock);
       const uint32_t start = static_cast<uint32_t>(first % dropout_bits::kElementsPerBlock) / 2;  // kVec / 2 divides it
       if constexpr (kVec == 8) {
         k.w[0] = b.x, k.w[1] = b.y, k.w[2] = b.z, k.w[3] = b.w;
@@ -212,31 +263,32 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   const RowThread<kWarpPerRow> me;
   if (me.row >= rows) return;  // a whole warp (the block holds whole rows): the combines see all threads
   const RowStart start(options, me.row);
-  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>);
-  const Vector* in = reinterpret_cast<const Vector*>(x + me.row * n);
-  const int64_t vectors = n / kVec;
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
+  // Vector j of this thread is the row's vector column(j) / kVec; `live` when it exists and
+  // causality leaves some of it (the others are not loaded, and written as zeros).
+  auto column = [&](int j) { return (static_cast<int64_t>(j) * me.threads_per_row + me.thread) * kVec; };
+  auto live = [&](int j) { return column(j) < n && start.visible(column(j)); };
 
-  Vector loaded[kVectorsPerThread];
+  // Held as the loads' words: loaded into a vector of T, a predicated load was merged into
+  // its registers 16 bits at a time, and the loads waited on each other.
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
+  const Word* in = reinterpret_cast<const Word*>(x + me.row * n);
+  Word loaded[kVectorsPerThread];
 #pragma unroll
-  for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) loaded[j] = in[k];
-  }
+  for (int j = 0; j < kVectorsPerThread; ++j)
+    if (live(j)) loaded[j] = in[column(j) / kVec];
   // The keep decisions do not depend on x: drawn while its loads are in flight.
   dropout_bits::MaskCursor cursor(options.dropout);
   KeepWords<kVec> keep[kVectorsPerThread];
 #pragma unroll
-  for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (options.drop && k < vectors) keep[j] = vector_keep<kVec>(options, start, cursor, k * kVec);
-  }
+  for (int j = 0; j < kVectorsPerThread; ++j)
+    if (options.drop && live(j)) keep[j] = vector_keep<kVec>(options, start, cursor, column(j));
   acc_t v[kVectorsPerThread][kVec];
   acc_t row_max = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) {
-      vector_logits(options, start, base2, loaded[j], k * kVec, v[j]);
+    if (live(j)) {
+      vector_logits<T>(options, start, base2, loaded[j], column(j), v[j]);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[j][e]);
     }
@@ -245,36 +297,41 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   // A fully masked row: every logit is -inf. Shifted by 0 rather than by its max, each exp is
   // 0 (not exp(-inf - -inf) = NaN), and so are its probabilities.
   const bool all_masked = row_max == -INFINITY;
-  const acc_t shift = all_masked ? acc_t(0) : row_max;
+  const acc_t shift = all_masked ? acc_t(0) : row_max * base2.exponent_factor;
   acc_t sum = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (static_cast<int64_t>(j) * me.threads_per_row + me.thread < vectors) {
+    if (live(j)) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        v[j][e] = fast_math::fast_exp2(v[j][e] - shift);
+        v[j][e] = fast_math::fast_exp2(fma(v[j][e], base2.exponent_factor, -shift));
         sum += v[j][e];
       }
     }
   }
   sum = row_allreduce<kWarpPerRow>(sum, Plus{}, acc_t(0), sum_partials);
-  if (me.thread == 0) log_sum_exp[me.row] = all_masked ? acc_t(INFINITY) : (row_max + log2(sum)) / kLog2e<acc_t>;
-  const acc_t inverse_sum = all_masked ? acc_t(0) : acc_t(1) / sum;
+  // sum >= 1 (the max's own term is 1): the fast log2 and reciprocal hold their accuracy.
+  if (me.thread == 0)
+    log_sum_exp[me.row] = all_masked ? acc_t(INFINITY) : (shift + fast_math::fast_log2(sum)) * kLn2<acc_t>;
+  const acc_t inverse_sum = all_masked ? acc_t(0) : fast_math::fast_reciprocal(sum);
   // y = P / (1 - p_q) where kept: the two factors applied as one.
   const acc_t kept_scale = options.drop ? inverse_sum * static_cast<acc_t>(options.keep_scale) : inverse_sum;
   Vector* out = reinterpret_cast<Vector*>(y + me.row * n);
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) {
-      Vector result;
+    if (column(j) >= n) continue;
+    Vector result;
+    if (live(j)) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const bool dropped = options.drop && !keep[j].kept(e, options.dropout.threshold);
         result.values[e] = convert_element<T>(v[j][e] * (dropped ? acc_t(0) : kept_scale));  // a NaN stays NaN
       }
-      out[k] = result;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
     }
+    out[column(j) / kVec] = result;
   }
 }
 
@@ -289,14 +346,14 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
   __shared__ MaxSum<acc_t> warp_results[kWarpSize];
   const int64_t row = blockIdx.x;
   const RowStart start(options, row);
-  const LogitUnits<acc_t> natural(options, acc_t(1));
+  const LogitUnits<acc_t> natural(options, acc_t(1), false);
   const Vector* in = reinterpret_cast<const Vector*>(x + row * n);
   const int64_t vectors = n / kVec;
 
   MaxSum<acc_t> state{-INFINITY, 0};
-  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+  for (int64_t k = threadIdx.x; k < vectors && start.visible(k * kVec); k += blockDim.x) {
     acc_t logits[kVec];
-    vector_logits(options, start, natural, in[k], k * kVec, logits);
+    vector_logits<T>(options, start, natural, in[k], k * kVec, logits);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) state = fold(state, logits[e]);
   }
@@ -307,15 +364,20 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
   Vector* out = reinterpret_cast<Vector*>(y + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    KeepWords<kVec> keep;
-    if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
-    acc_t logits[kVec];
-    vector_logits(options, start, natural, in[k], k * kVec, logits);
     Vector result;
+    if (start.visible(k * kVec)) {
+      KeepWords<kVec> keep;
+      if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
+      acc_t logits[kVec];
+      vector_logits<T>(options, start, natural, in[k], k * kVec, logits);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      const acc_t p = all_masked ? acc_t(0) : exp(logits[e] - state.max) * inverse_sum;
-      result.values[e] = convert_element<T>(options.drop ? p * keep_factor<acc_t>(options, keep, e) : p);
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t p = all_masked ? acc_t(0) : exp(logits[e] - state.max) * inverse_sum;
+        result.values[e] = convert_element<T>(options.drop ? p * keep_factor<acc_t>(options, keep, e) : p);
+      }
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
     }
     out[k] = result;
   }
@@ -325,13 +387,13 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
 
 // P of one vector of a row, recomputed from x and the row's log-sum-exp (in base 2: a fully
 // masked row's is +inf, so its P is exp2(-inf) = 0).
-template <typename T, typename acc_t, int kVec>
+template <typename T, typename acc_t, int kVec, typename Bits>
 __device__ __forceinline__ void recompute_probabilities(const RowOptions& o, const RowStart& s,
                                                         const LogitUnits<acc_t>& base2, acc_t log_sum_exp2,
-                                                        const AlignedVector<T, kVec>& x, int64_t k, acc_t (&p)[kVec]) {
-  vector_logits(o, s, base2, x, k * kVec, p);
+                                                        const Bits& x, int64_t col, acc_t (&p)[kVec]) {
+  vector_logits<T>(o, s, base2, x, col, p);
 #pragma unroll
-  for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(p[e] - log_sum_exp2);
+  for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(fma(p[e], base2.exponent_factor, -log_sum_exp2));
 }
 
 // dP = dy * keep / (1 - p_q) of element e of a vector, from its dy (converted to acc_t) and
@@ -354,39 +416,40 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   const RowThread<kWarpPerRow> me;
   if (me.row >= rows) return;
   const RowStart start(options, me.row);
-  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>);
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
   const acc_t log_sum_exp2 = log_sum_exp[me.row] * kLog2e<acc_t>;
-  const Vector* g_in = reinterpret_cast<const Vector*>(grad + me.row * n);
-  const Vector* x_in = reinterpret_cast<const Vector*>(x + me.row * n);
-  const int64_t vectors = n / kVec;
+  // As in the forward: vector j is live when it exists and causality leaves some of it. The
+  // others have P = 0, so their dx is 0 and neither their x nor their dy is read.
+  auto column = [&](int j) { return (static_cast<int64_t>(j) * me.threads_per_row + me.thread) * kVec; };
+  auto live = [&](int j) { return column(j) < n && start.visible(column(j)); };
   dropout_bits::MaskCursor cursor(options.dropout);
 
-  Vector dy[kVectorsPerThread];
-  Vector x_loaded[kVectorsPerThread];
+  // Held as the loads' words (see the forward).
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
+  const Word* g_in = reinterpret_cast<const Word*>(grad + me.row * n);
+  const Word* x_in = reinterpret_cast<const Word*>(x + me.row * n);
+  Word dy[kVectorsPerThread];
+  Word x_loaded[kVectorsPerThread];
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) {
-      dy[j] = g_in[k];
-      x_loaded[j] = x_in[k];
+    if (live(j)) {
+      dy[j] = g_in[column(j) / kVec];
+      x_loaded[j] = x_in[column(j) / kVec];
     }
   }
   // The keep decisions, drawn while the loads are in flight.
   KeepWords<kVec> keep[kVectorsPerThread];
 #pragma unroll
-  for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (options.drop && k < vectors) keep[j] = vector_keep<kVec>(options, start, cursor, k * kVec);
-  }
+  for (int j = 0; j < kVectorsPerThread; ++j)
+    if (options.drop && live(j)) keep[j] = vector_keep<kVec>(options, start, cursor, column(j));
   acc_t p[kVectorsPerThread][kVec];
   acc_t total = 0;  // sum(dP * P)
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) {
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], k, p[j]);
+    if (live(j)) {
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], column(j), p[j]);
       acc_t g[kVec];
-      convert_vector(dy[j], g);
+      convert_vector(vector_from_bits<T, kVec>(dy[j]), g);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) total += grad_probability(options, g[e], keep[j], e) * p[j][e];
     }
@@ -396,16 +459,19 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   Vector* out = reinterpret_cast<Vector*>(grad_input + me.row * n);
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    const int64_t k = static_cast<int64_t>(j) * me.threads_per_row + me.thread;
-    if (k < vectors) {
+    if (column(j) >= n) continue;
+    Vector result;
+    if (live(j)) {
       acc_t g[kVec];
-      convert_vector(dy[j], g);  // again: dy is held as loaded, half the registers of g
-      Vector result;
+      convert_vector(vector_from_bits<T, kVec>(dy[j]), g);  // again: dy is held as loaded, half the registers of g
 #pragma unroll
       for (int e = 0; e < kVec; ++e)
         result.values[e] = convert_element<T>(scale * p[j][e] * (grad_probability(options, g[e], keep[j], e) - total));
-      out[k] = result;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
     }
+    out[column(j) / kVec] = result;
   }
 }
 
@@ -421,7 +487,7 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   __shared__ acc_t warp_results[kWarpSize];
   const int64_t row = blockIdx.x;
   const RowStart start(options, row);
-  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>);
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
   const acc_t log_sum_exp2 = log_sum_exp[row] * kLog2e<acc_t>;
   const Vector* g_in = reinterpret_cast<const Vector*>(grad + row * n);
   const Vector* x_in = reinterpret_cast<const Vector*>(x + row * n);
@@ -430,11 +496,11 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   acc_t total = 0;
   {
     dropout_bits::MaskCursor cursor(options.dropout);
-    for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    for (int64_t k = threadIdx.x; k < vectors && start.visible(k * kVec); k += blockDim.x) {
       acc_t dy[kVec];
       convert_vector(g_in[k], dy);
       acc_t p[kVec];
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k, p);
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
       KeepWords<kVec> keep;
       if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
@@ -446,16 +512,21 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   Vector* out = reinterpret_cast<Vector*>(grad_input + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-    acc_t dy[kVec];
-    convert_vector(g_in[k], dy);
-    acc_t p[kVec];
-    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k, p);
-    KeepWords<kVec> keep;
-    if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
     Vector result;
+    if (start.visible(k * kVec)) {
+      acc_t dy[kVec];
+      convert_vector(g_in[k], dy);
+      acc_t p[kVec];
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
+      KeepWords<kVec> keep;
+      if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      result.values[e] = convert_element<T>(scale * p[e] * (grad_probability(options, dy[e], keep, e) - total));
+      for (int e = 0; e < kVec; ++e)
+        result.values[e] = convert_element<T>(scale * p[e] * (grad_probability(options, dy[e], keep, e) - total));
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
+    }
     out[k] = result;
   }
 }
@@ -475,12 +546,22 @@ RowOptions row_options(const SoftmaxDropoutRows& rows, const char* op) {
   if (rows.mask.defined()) {
     o.mask = rows.mask.raw_data();
     o.mask_kind = rows.mask.dtype() == kBool ? MaskKind::Bool : MaskKind::Additive;
+    if (o.mask_step == 1) {
+      // The largest power of two (up to 16) dividing the mask's address in elements and every
+      // leading stride a row can step by.
+      const int64_t element_size = static_cast<int64_t>(rows.mask.element_size());
+      const auto address = static_cast<int64_t>(reinterpret_cast<uintptr_t>(o.mask));
+      int alignment = 16;
+      while (alignment > 1 && address % (alignment * element_size) != 0) alignment /= 2;
+      for (size_t d = 0; d + 1 < dims; ++d)
+        while (rows.sizes[d] > 1 && mask_strides[d] % alignment != 0) alignment /= 2;
+      o.mask_vector_alignment = alignment;
+    }
   }
   o.causal_rows = rows.is_causal ? rows.sizes[dims - 2] : 0;
   o.scale = rows.scale;
   o.drop = rows.drop;
   o.dropout = rows.dropout;
-  o.dropout_keys = philox::RoundKeys(rows.dropout.seed);
   o.keep_scale = rows.dropout.scale();
   return o;
 }

@@ -56,6 +56,10 @@ template <>
 struct VectorWord<2> {
   using type = uint16_t;
 };
+template <>
+struct VectorWord<1> {
+  using type = uint8_t;
+};
 
 // The vector of N elements of T whose bytes are `bits`, a VectorWord of the vector's size
 // (a kernel that holds loaded vectors as words, as the normalization backward does, turns

@@ -41,12 +41,17 @@ struct Options {
   std::optional<Tensor> mask;  // on the CPU; moved to the GPU for the GPU call
   bool is_causal;
   std::optional<double> scale;
+  // > 0: the mask is a view of a wider one, from this column on, made on each device (its rows
+  // start at odd offsets, so the kernels cannot read it in vectors).
+  int64_t mask_column_offset = 0;
 };
 
 std::vector<Options> options_for(int64_t rows, int64_t n, DType dtype) {
   // Bool mask with column 0 kept: no row fully masked, so the twin comparisons stay finite.
   Tensor keep = rand({rows, n}, kFloat64) < 0.7;
   keep = logical_or(keep, eq(arange(n, TensorOptions(kFloat64)), 0.0));
+  Tensor wide_keep = rand({rows, n + 1}, kFloat64) < 0.7;
+  wide_keep = logical_or(wide_keep, eq(arange(n + 1, TensorOptions(kFloat64)), 1.0));
   return {
       {"no dropout", 0.0, std::nullopt, false, std::nullopt},
       {"p 0.1", 0.1, std::nullopt, false, std::nullopt},
@@ -55,16 +60,22 @@ std::vector<Options> options_for(int64_t rows, int64_t n, DType dtype) {
       {"additive mask broadcast over rows", 0.1, randn({n}, dtype), false, 2.0},
       {"causal", 0.1, std::nullopt, true, std::nullopt},
       {"causal, bool mask", 0.2, keep, true, 0.5},
+      {"bool mask, a view at odd offsets", 0.1, wide_keep, false, std::nullopt, 1},
+      {"additive mask, a view at odd offsets", 0.1, randn({rows, n + 1}, dtype), true, 0.5, 1},
   };
 }
 
-Tensor on(const std::optional<Tensor>& t, Device device) { return t->to(device); }
+// The mask of `o` on `device` (narrowed there when it is a view of a wider one).
+Tensor mask_on(const Options& o, int64_t n, Device device) {
+  const Tensor mask = o.mask->to(device);
+  return o.mask_column_offset > 0 ? mask.narrow(-1, o.mask_column_offset, n) : mask;
+}
 
 // softmax_dropout on `device` with a generator seeded kSeed; y and dx for the gradient dy.
 std::pair<Tensor, Tensor> run(const Tensor& x, int64_t dim, const Options& o, const Tensor& dy, Device device) {
   Generator gen(kSeed);
   Tensor leaf = x.detach().to(device).requires_grad_();
-  const std::optional<Tensor> mask = o.mask ? std::optional<Tensor>(on(o.mask, device)) : std::nullopt;
+  const std::optional<Tensor> mask = o.mask ? std::optional<Tensor>(mask_on(o, x.size(dim), device)) : std::nullopt;
   const Tensor y = softmax_dropout(leaf, dim, o.p, true, mask, o.is_causal, o.scale, &gen);
   y.backward(dy.to(device));
   return {y, leaf.grad()};
@@ -233,7 +244,7 @@ TEST_CASE("softmax_dropout on the GPU against its twin on the GPU, values and gr
     CAPTURE(o.name);
     Generator g1(kSeed), g2(kSeed);
     Tensor a = gpu_leaf(x), b = gpu_leaf(x);
-    const std::optional<Tensor> mask = o.mask ? std::optional<Tensor>(on(o.mask, kGpu)) : std::nullopt;
+    const std::optional<Tensor> mask = o.mask ? std::optional<Tensor>(mask_on(o, 64, kGpu)) : std::nullopt;
     const Tensor fused = softmax_dropout(a, -1, o.p, true, mask, o.is_causal, o.scale, &g1);
     const Tensor twin = composite::softmax_dropout(b, -1, o.p, true, mask, o.is_causal, o.scale, &g2);
     fused.backward(dy.to(kGpu));
