@@ -1,7 +1,8 @@
 #pragma once
 // A host emulation of the part of the CUDA execution model that the flash-attention kernels
-// (cuda/flash_attention.cu, cuda/mma.cuh) use, so that their own code runs, thread by thread,
-// on a machine without a GPU (bench/experiments/warp_emulation/run).
+// (cuda/flash_attention.cu, cuda/mma.cuh) and the row kernels (cuda/softmax_dropout.cu,
+// cuda/softmax.cu, cuda/cross_entropy.cu) use, so that their own code runs, thread by thread,
+// on a machine without a GPU (bench/experiments/warp_emulation/run and run-rows).
 //
 // What is emulated:
 //   - a block is one fiber per thread (ucontext stacks, switched with _setjmp/_longjmp), run
@@ -63,6 +64,8 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -540,10 +543,11 @@ inline cudaError_t get_last_error() {
   return e;
 }
 
-// kernel<<<grid, block, shared, stream>>>(arg), as rewrite.py writes it: runs the blocks one
+// kernel<<<grid, block, shared, stream>>>(args...), as rewrite.py writes it: runs the blocks one
 // after the other, each to the end, then checks what a block leaves behind.
-template <typename P>
-void launch(void (*kernel)(P), dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t, const P& arg) {
+template <typename... P, typename... A>
+void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t, const A&... args) {
+  static_assert(sizeof...(P) == sizeof...(A) && sizeof...(P) > 0, "one argument per kernel parameter");
   const int threads = static_cast<int>(block.x);
   if (grid.y != 1 || grid.z != 1 || block.y != 1 || block.z != 1 || threads > kMaxThreads || threads < 1 ||
       grid.x < 1) {
@@ -560,11 +564,11 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, size_t dynamic_shared_byte
     last_error = cudaErrorInvalidValue;
     return;
   }
-  static P params;  // the fibers read the kernel's argument from here
-  params = arg;
+  static std::tuple<std::decay_t<P>...> params;  // the fibers read the kernel's arguments from here
+  params = std::tuple<std::decay_t<P>...>(static_cast<std::decay_t<P>>(args)...);
   readable.clear();
-  if (before_launch) before_launch(&params);
-  block_body = [kernel] { kernel(params); };
+  if (before_launch) before_launch(&std::get<0>(params));  // the flash kernels' one Params
+  block_body = [kernel] { std::apply(kernel, params); };
   nthreads = threads;
   grid_dim = Index{grid.x, 1, 1};
   block_dim = Index{block.x, 1, 1};
@@ -622,13 +626,22 @@ void launch(void (*kernel)(P), dim3 grid, dim3 block, size_t dynamic_shared_byte
 #define blockDim (::emu::block_dim)
 #define __syncthreads() ::emu::syncthreads()
 #define __shfl_xor_sync(mask, v, lane_mask) ::emu::shfl_xor_sync((mask), (v), (lane_mask))
+// The device intrinsics the row kernels (cuda/block_reduce.cuh, cuda/convert.cuh) call.
+inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
+inline float emu_uint_as_float(unsigned x) {
+  float f;
+  memcpy(&f, &x, 4);
+  return f;
+}
+#define __uint_as_float emu_uint_as_float
 // CUDA's device min and max of ints, which kernels call unqualified.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }
 // atomicAdd on global memory: the emulation runs one fiber at a time, so a plain add is
 // atomic. The order of the adds is the fibers' order, one of the orders a GPU may take.
-inline float atomicAdd(float* address, float value) {
-  const float old = *address;
+template <typename T>
+inline T atomicAdd(T* address, T value) {
+  const T old = *address;
   *address = old + value;
   return old;
 }

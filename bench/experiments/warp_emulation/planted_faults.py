@@ -2,9 +2,11 @@
 """The check that the warp emulation catches bugs: plants one fault at a time in the files
 rewrite.py generates (a missing __syncthreads(), a cp.async waited for too late, a wrong lane
 -> row pointer, an off-by-one in a mask, a shared buffer too small, ...), builds and runs each
-through ./run, and expects every one to fail, by a wrong number or an emulator error.
+through ./run, and expects every one to fail, by a wrong number or an emulator error. With
+--rows, the faults are planted in the row kernels (softmax_dropout, softmax, cross_entropy)
+and run through ./run-rows.
 
-    bench/experiments/warp_emulation/planted_faults.py [BUILD_DIR [CASE ...]] [--only TEXT] [--jobs N]
+    bench/experiments/warp_emulation/planted_faults.py [BUILD_DIR [CASE ...]] [--only TEXT] [--jobs N] [--rows]
 
 BUILD_DIR as for ./run (default build); the planted copies go to BUILD_DIR/warp_emulation/planted/.
 The unmodified files are built and run first: they must pass, or no fault can be judged.
@@ -28,6 +30,9 @@ ROOT = HERE.parents[2]
 
 INC = 'flash_attention.inc'
 MMA = 'minigrad/cuda/mma.cuh'
+SOFTMAX_DROPOUT = 'softmax_dropout.inc'
+SOFTMAX = 'softmax.inc'
+CROSS_ENTROPY = 'cross_entropy.inc'
 
 # (what the fault is, the generated file, the text replaced, its replacement)
 FAULTS = [
@@ -88,25 +93,66 @@ FAULTS = [
      'a[1] = pack<T>(right[0], right[1]);\n  a[2] = pack<T>(left[2], left[3]);'),
 ]
 
+# The row kernels' faults (--rows).
+ROW_FAULTS = [
+    ('softmax_dropout forward: the zeros right of the causal diagonal not written', SOFTMAX_DROPOUT,
+     '    } else {\n#pragma unroll\n      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));\n'
+     '    }\n    out[column(j) / kVec] = result;\n  }\n}\n\n// Rows too long',
+     '      out[column(j) / kVec] = result;\n    }\n  }\n}\n\n// Rows too long'),
+    ('softmax_dropout: causality hides the diagonal too', SOFTMAX_DROPOUT,
+     'row - divide_index(row, o.causal_rows) * o.causal_rows + 1',
+     'row - divide_index(row, o.causal_rows) * o.causal_rows'),
+    ('softmax_dropout: a bool mask read in vectors tests each element\'s neighbour', SOFTMAX_DROPOUT,
+     '(0xffu << (8 * (e % 4)))', '(0xffu << (8 * ((e + 1) % 4)))'),
+    ('softmax_dropout: the factor moved into the exponent for a negative scale too', SOFTMAX_DROPOUT,
+     'factor > acc_t(0)', 'factor != acc_t(0)'),
+    ('softmax_dropout: the mask read in vectors where it is not aligned', SOFTMAX_DROPOUT,
+     'const bool mask_vectors = o.mask_vector_alignment >= kVec;', 'const bool mask_vectors = o.mask_step == 1;'),
+    ('softmax_dropout backward: dy read from the next vector', SOFTMAX_DROPOUT,
+     'dy[j] = g_in[column(j) / kVec];', 'dy[j] = g_in[column(j) / kVec + (column(j) + kVec < n)];'),
+    ('softmax backward: y read from dy', SOFTMAX,
+     'convert_vector(y_in[k], yv[j]);', 'convert_vector(g_in[k], yv[j]);'),
+    ('cross_entropy: a vector\'s last logit written as its first', CROSS_ENTROPY,
+     '    convert_vector(vector_from_bits<T, kVec>(loaded), v);\n    Vector result;',
+     '    convert_vector(vector_from_bits<T, kVec>(loaded), v);\n    v[kVec - 1] = v[0];\n    Vector result;'),
+]
+
 
 def slug(text):
     return re.sub(r'[^a-z0-9]+', '_', text.lower()).strip('_')[:60]
 
 
-def run_driver(build, folder, cases):
-    """./run on the files in folder: (exit status, stdout, stderr, whether the driver was built).
-    The driver (about 75 MB, the library's GPU code included) is deleted afterwards."""
+def run_driver(build, folder, cases, rows=False):
+    """./run (./run-rows with rows) on the files in folder: (exit status, stdout, stderr, whether
+    the driver was built). The driver (about 75 MB, the library's GPU code included) is deleted
+    afterwards."""
     env = dict(os.environ, WARP_EMU_GENERATED=str(folder))
+    command = [str(HERE / 'run-rows'), build] if rows else [str(HERE / 'run'), build, *cases]
     try:
-        r = subprocess.run([str(HERE / 'run'), build, *cases], cwd=ROOT, env=env, capture_output=True, text=True,
-                           timeout=900)
+        r = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         result = r.returncode, r.stdout, r.stderr
     except subprocess.TimeoutExpired as e:
         result = 'timeout', e.stdout or '', e.stderr or ''
-    driver = folder / 'driver'
+    driver = folder / ('rows_driver' if rows else 'driver')
     built = driver.exists()
     driver.unlink(missing_ok=True)
     return (*result, built)
+
+
+def how_caught_rows(rc, stdout, stderr):
+    failed = [line[5:].split('  ')[0].strip() for line in stdout.splitlines() if line.startswith('FAIL')]
+    runs = re.search(r'^(\d+) runs:', stdout, re.M)
+    emu = next((line for line in stderr.splitlines() if line.startswith('[emu]')), '')
+    if runs:
+        parts = [f'{len(failed)} of {runs.group(1)} runs fail' + (f', first: {failed[0]}' if failed else '')]
+    else:  # the driver died (a misaligned vector load faults on the host as on the GPU)
+        done = sum(1 for line in stdout.splitlines() if line.startswith(('ok ', 'FAIL ')))
+        crash = next((line.strip() for line in stderr.splitlines() if 'fault' in line.lower() or 'abort' in line.lower()),
+                     f'exit {rc}')
+        parts = [f'the driver stopped after {done} runs ({crash[-80:]})']
+    if emu:
+        parts.append('first emulator message: ' + emu[:200])
+    return '; '.join(parts)
 
 
 def how_caught(stdout, stderr):
@@ -136,10 +182,11 @@ def main():
     parser.add_argument('build', nargs='?', default='build')
     parser.add_argument('--only', help='only the faults whose description contains this text')
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
-    parser.add_argument('cases', nargs='*', help='the driver\'s cases to run (default all)')
+    parser.add_argument('--rows', action='store_true', help='the row kernels\' faults, through ./run-rows')
+    parser.add_argument('cases', nargs='*', help='the driver\'s cases to run (default all; not with --rows)')
     args = parser.parse_args()
 
-    base = ROOT / args.build / 'warp_emulation' / 'planted'
+    base = ROOT / args.build / 'warp_emulation' / ('planted_rows' if args.rows else 'planted')
     shutil.rmtree(base, ignore_errors=True)
     unmodified = base / 'unmodified'
     r = subprocess.run([sys.executable, str(HERE / 'rewrite.py'), str(unmodified)], cwd=ROOT)
@@ -147,7 +194,7 @@ def main():
         print('planted_faults.py: rewrite.py failed', file=sys.stderr)
         return 1
 
-    faults = [f for f in FAULTS if not args.only or args.only in f[0]]
+    faults = [f for f in (ROW_FAULTS if args.rows else FAULTS) if not args.only or args.only in f[0]]
     jobs, stale = [], []
     for description, name, old, new in faults:
         text = (unmodified / name).read_text()
@@ -155,14 +202,14 @@ def main():
             stale.append((description, f'the text it replaces occurs {text.count(old)} times in {name}, not once'))
             continue
         folder = base / slug(description)
-        shutil.copytree(unmodified, folder, ignore=shutil.ignore_patterns('driver'))
+        shutil.copytree(unmodified, folder, ignore=shutil.ignore_patterns('driver', 'rows_driver'))
         (folder / name).write_text(text.replace(old, new))
         jobs.append((description, folder))
 
     ok = True
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
-        control = pool.submit(run_driver, args.build, unmodified, args.cases)
-        futures = [(d, pool.submit(run_driver, args.build, f, args.cases)) for d, f in jobs]
+        control = pool.submit(run_driver, args.build, unmodified, args.cases, args.rows)
+        futures = [(d, pool.submit(run_driver, args.build, f, args.cases, args.rows)) for d, f in jobs]
         rc, out, err, _ = control.result()
         summary = out.strip().splitlines()[-1] if out.strip() else err.strip()[-300:]
         print(f'unmodified kernels: {"PASS" if rc == 0 else "FAIL"} ({summary})')
@@ -171,14 +218,16 @@ def main():
             ok = False
         for description, future in futures:
             rc, out, err, built = future.result()
-            if not built or not re.search(r'^case ', out, re.M):  # the build failed, or no case ran
+            ran = re.search(r'^(ok|FAIL) ', out, re.M) if args.rows else re.search(r'^case ', out, re.M)
+            if not built or not ran:  # the build failed, or no case ran
                 ok = False
                 print(f'NOT RUN  {description}\n         exit {rc}: {err.strip()[-400:]}')
             elif rc == 0:
                 ok = False
                 print(f'MISSED   {description}')
             else:
-                print(f'caught   {description}\n         {how_caught(out, err)}')
+                caught = how_caught_rows(rc, out, err) if args.rows else how_caught(out, err)
+                print(f'caught   {description}\n         {caught}')
     for description, why in stale:
         ok = False
         print(f'STALE    {description}\n         {why}')

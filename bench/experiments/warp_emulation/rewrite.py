@@ -6,6 +6,8 @@
 From the current cuda/flash_attention.cu and cuda/mma.cuh of the repository (or of
 --source-root) it writes
     OUT_DIR/flash_attention.inc        the kernels and their host code
+    OUT_DIR/softmax_dropout.inc, softmax.inc, cross_entropy.inc
+                                       the row kernels and their host code (./run-rows)
     OUT_DIR/minigrad/cuda/mma.cuh      the warp-level building blocks; the driver puts OUT_DIR
                                        first on the include path, so this copy shadows the real one
 changing only what a host compiler cannot take, each into a call of emu.h:
@@ -15,6 +17,7 @@ changing only what a host compiler cannot take, each into a call of emu.h:
         pack() and a_from_c() around them stay the project's own code;
     __cvta_generic_to_shared(p)        -> ::emu::cvta_generic_to_shared(p)
     extern __shared__ T name[];        -> T* const name = ::emu::dynamic_shared<T>(alignment);
+    __shared__ T name[N];              -> static T name[N];  (the row kernels' only kind)
     kernel<<<grid, block, shared, stream>>>(arg);  -> ::emu::launch(kernel, grid, block, shared, stream, arg);
     the first statement of every __global__ function: ::emu::enter_kernel(__PRETTY_FUNCTION__);
 Everything else is copied unchanged, line numbers included (a rewritten statement keeps the
@@ -276,6 +279,22 @@ def rewrite_cvta(text, name, found):
     return text
 
 
+def rewrite_static_shared(text, name, found):
+    """`__shared__ T name[N];` -> `static T name[N];`: the blocks run one after the other on one
+    OS thread, so a function's static array is the block's shared array (not checked for reads
+    of unwritten elements, as dynamic shared memory is)."""
+    code = blank_comments_and_literals(text)
+    pattern = re.compile(r'(?<!extern )\b__shared__\s+([\w:<>, ]+?)\s+(\w+)\s*\[([^\]]+)\]\s*;')
+    out, last = [], 0
+    for m in pattern.finditer(code):
+        out.append(text[last:m.start()])
+        out.append(f'static {text[m.start(1):m.end(1)]} {m.group(2)}[{text[m.start(3):m.end(3)]}];')
+        last = m.end()
+        found.add('static __shared__')
+    out.append(text[last:])
+    return ''.join(out)
+
+
 def rewrite_shared_declarations(text, name, found):
     code = blank_comments_and_literals(text)
     pattern = re.compile(r'extern\s+__shared__\s+(?:__align__\s*\(\s*(\d+)\s*\)\s+)?([\w:]+)\s+(\w+)\s*\[\s*\]\s*;')
@@ -299,7 +318,7 @@ def rewrite_shared_declarations(text, name, found):
 def rewrite_launches(text, name, found):
     code = blank_comments_and_literals(text)
     out, last = [], 0
-    for m in re.finditer(r'([\w:]+(?:\s*<[^<>;()]*>)?)\s*<<<', code):
+    for m in re.finditer(r'([\w:]+(?:\s*<[^<>;]*>)?)\s*<<<', code):
         where = f'{name}:{line_of(text, m.start())}'
         close = code.find('>>>', m.end())
         if close < 0:
@@ -369,8 +388,11 @@ def rewrite_file(source, root, wanted):
     name = str(source.relative_to(root))
     text = source.read_text()
     found = set()
-    for step in (rewrite_asm_statements, rewrite_cvta, rewrite_shared_declarations, rewrite_launches,
-                 rewrite_kernel_entries):
+    steps = (rewrite_asm_statements, rewrite_cvta, rewrite_shared_declarations, rewrite_launches,
+             rewrite_kernel_entries)
+    if 'static __shared__' in wanted:  # the row kernels: static shared arrays, no dynamic ones
+        steps = (rewrite_static_shared,) + steps
+    for step in steps:
         text = step(text, name, found)
     require(found, wanted, name)
     # Nothing a host compiler would misread may be left.
@@ -396,6 +418,11 @@ def main():
           'cp.async.wait_group', '__cvta_generic_to_shared']),
         (root / 'cuda/flash_attention.cu', args.out_dir / 'flash_attention.inc',
          ['extern __shared__', '<<<>>>', '__global__', 'ex2.approx.ftz']),
+        (root / 'cuda/softmax_dropout.cu', args.out_dir / 'softmax_dropout.inc',
+         ['static __shared__', '<<<>>>', '__global__']),
+        (root / 'cuda/softmax.cu', args.out_dir / 'softmax.inc', ['static __shared__', '<<<>>>', '__global__']),
+        (root / 'cuda/cross_entropy.cu', args.out_dir / 'cross_entropy.inc',
+         ['static __shared__', '<<<>>>', '__global__']),
     ]
     try:
         results = []

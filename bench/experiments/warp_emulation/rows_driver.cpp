@@ -1,0 +1,281 @@
+// Runs the row kernels (cuda/softmax_dropout.cu, cuda/softmax.cu and cuda/cross_entropy.cu as
+// rewrite.py turns them into host code) under emu.h, on the CPU, and compares their outputs
+// with the CPU ops on the same inputs: softmax_dropout's y, and dx for a random dy, on the same
+// generator state; softmax's and log_softmax's; cross_entropy's per-row loss and gradient.
+// Built and run by ./run-rows, which see.
+//
+// The softmax_dropout cases cover each kernel (a warp a row, a block a row of 2 to 8 warps, whole powers of two
+// or not, the two-pass kernel; vectors of 8, 4 and 2 elements and the one-element kernel), the masks read in vectors and element by
+// element (a view whose rows start at odd offsets), causal rows (square and wide, where most
+// of a row's vectors are skipped), the scale folded into the exponent (positive) or not
+// (negative), dropout on and off. A kernel that forgets an output element shows: the outputs
+// start as NaN.
+//
+//   rows_driver    every case; exit status 0 when all pass with no emulator error, else 1
+#define softmax_dropout_rows emu_softmax_dropout_rows
+#define softmax_dropout_backward_rows emu_softmax_dropout_backward_rows
+#define softmax_rows emu_softmax_rows
+#define softmax_backward_rows emu_softmax_backward_rows
+#define cross_entropy_rows emu_cross_entropy_rows
+#define cross_entropy_count_targets emu_cross_entropy_count_targets
+#define cross_entropy_scale_grad emu_cross_entropy_scale_grad
+
+#include "emu.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <minigrad/cuda/runtime.h>
+
+// ---- the runtime calls of softmax_dropout.cu's host code, answered without a GPU ----
+namespace minigrad {
+namespace cuda {
+struct EmuDeviceGuard {
+  explicit EmuDeviceGuard(int) {}
+};
+inline cudaStream_t emu_current_stream() { return nullptr; }
+using ::max;
+using ::min;
+}  // namespace cuda
+}  // namespace minigrad
+#define cudaGetLastError ::emu::get_last_error
+#define DeviceGuard EmuDeviceGuard
+#define current_stream emu_current_stream
+
+#include "softmax_dropout.inc"
+#include "softmax.inc"
+#include "cross_entropy.inc"
+
+#undef cudaGetLastError
+#undef DeviceGuard
+#undef current_stream
+
+// After the kernels: the ops' log and exp of tensors would hide the kernels' ::log and ::exp.
+#include <minigrad/minigrad.h>
+
+using namespace minigrad;
+
+namespace {
+
+constexpr uint64_t kSeed = 0x5eed;
+
+enum class MaskKind { None, Bool, BoolBroadcast, BoolOddView, Additive, AdditiveOddView };
+
+struct Case {
+  const char* name;
+  Shape sizes;
+  double p;
+  MaskKind mask;
+  bool causal;
+  std::optional<double> scale;
+};
+
+const Case kCases[] = {
+    {"warp rows of 64, p 0.1", {2, 3, 64}, 0.1, MaskKind::None, false, std::nullopt},
+    {"warp rows of 1000, no dropout", {2, 3, 1000}, 0.0, MaskKind::None, false, std::nullopt},
+    {"block rows of 1024, p 0.1", {2, 3, 1024}, 0.1, MaskKind::None, false, std::nullopt},
+    {"block rows of 4096, p 0.3, scale 0.125", {1, 2, 4096}, 0.3, MaskKind::None, false, 0.125},
+    {"block rows of 1536 (3 warps: a combine over a span of 4)", {2, 2, 1536}, 0.1, MaskKind::None, false, std::nullopt},
+    {"block rows of 3072 (6 warps)", {1, 2, 3072}, 0.1, MaskKind::Additive, false, std::nullopt},
+    {"two-pass rows of 4104, p 0.1", {1, 2, 4104}, 0.1, MaskKind::None, false, std::nullopt},
+    {"one element a time, rows of 1001", {2, 2, 1001}, 0.1, MaskKind::Bool, true, std::nullopt},
+    {"bool mask in vectors", {2, 3, 1024}, 0.1, MaskKind::Bool, false, std::nullopt},
+    {"bool padding mask [2, 1, n], in vectors", {2, 3, 1024}, 0.2, MaskKind::BoolBroadcast, false, std::nullopt},
+    {"bool mask, a view at odd offsets", {2, 3, 1024}, 0.1, MaskKind::BoolOddView, false, std::nullopt},
+    {"additive mask in vectors, scale 2", {2, 3, 512}, 0.1, MaskKind::Additive, false, 2.0},
+    {"additive mask, a view at odd offsets", {2, 3, 512}, 0.1, MaskKind::AdditiveOddView, false, 0.5},
+    {"causal square 64 x 64", {2, 64, 64}, 0.1, MaskKind::None, true, std::nullopt},
+    {"causal square 128 x 128, negative scale", {1, 128, 128}, 0.1, MaskKind::None, true, -0.5},
+    {"causal wide 6 x 2048 (block rows, most vectors skipped)", {1, 6, 2048}, 0.1, MaskKind::None, true, std::nullopt},
+    {"causal wide 5 x 8200 (two-pass)", {1, 5, 8200}, 0.1, MaskKind::None, true, std::nullopt},
+    {"causal with a bool padding mask", {2, 40, 512}, 0.2, MaskKind::BoolBroadcast, true, std::nullopt},
+    {"causal with an additive mask", {2, 40, 512}, 0.0, MaskKind::Additive, true, 0.25},
+};
+
+int failures = 0;
+
+// The mask of a case for x of `sizes` and dtype, or none.
+std::optional<Tensor> make_mask(MaskKind kind, const Shape& sizes, DType dtype) {
+  const int64_t n = sizes.back();
+  const Tensor first_column = eq(arange(n, TensorOptions(kFloat64)), 0.0);  // kept: no row fully masked
+  switch (kind) {
+    case MaskKind::None:
+      return std::nullopt;
+    case MaskKind::Bool:
+      return logical_or(rand(sizes, kFloat64) < 0.7, first_column);
+    case MaskKind::BoolBroadcast:
+      return logical_or(rand({sizes[0], 1, n}, kFloat64) < 0.8, first_column);
+    case MaskKind::BoolOddView: {
+      const Tensor wide = rand({sizes[1], n + 1}, kFloat64) < 0.7;
+      return logical_or(wide.narrow(1, 1, n), first_column);  // a new tensor: narrowed again below
+    }
+    case MaskKind::Additive:
+      return randn({sizes[1], n}, dtype);
+    case MaskKind::AdditiveOddView:
+      return randn({sizes[1], n + 1}, dtype).narrow(1, 1, n);
+  }
+  return std::nullopt;
+}
+
+// For the odd views: the same values, in a tensor whose rows start one element into a wider
+// one (logical_or above made it contiguous again).
+Tensor as_odd_view(const Tensor& mask) {
+  const int64_t rows = mask.size(0), n = mask.size(1);
+  Tensor wide = zeros({rows, n + 1}, TensorOptions(mask.dtype()));
+  wide.narrow(1, 1, n).copy_(mask);
+  return wide.narrow(1, 1, n);
+}
+
+double max_abs_difference(const Tensor& a, const Tensor& b, long* nonfinite) {
+  const std::vector<double> u = a.to_vector<double>(), v = b.to_vector<double>();
+  double worst = 0;
+  for (size_t i = 0; i < u.size(); ++i) {
+    if (!std::isfinite(u[i]) || !std::isfinite(v[i])) {
+      ++*nonfinite;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(u[i] - v[i]));
+  }
+  return worst;
+}
+
+void run_case(const Case& c, DType dtype) {
+  const long errors_before = emu::errors;
+  manual_seed(11);
+  const Tensor x = (randn(c.sizes, kFloat64) * 3.0).to(dtype);
+  const Tensor dy = randn(c.sizes, kFloat64).to(dtype);
+  std::optional<Tensor> mask = make_mask(c.mask, c.sizes, dtype);
+  if (c.mask == MaskKind::BoolOddView) mask = as_odd_view(*mask);
+
+  // The CPU op: y, and dx for dy.
+  Generator cpu_generator(kSeed);
+  Tensor leaf = x.detach().requires_grad_();
+  const Tensor y_cpu = softmax_dropout(leaf, -1, c.p, true, mask, c.causal, c.scale, &cpu_generator);
+  y_cpu.backward(dy);
+  const Tensor dx_cpu = leaf.grad();
+
+  // The kernels, emulated, on the same generator state.
+  Generator kernel_generator(kSeed);
+  const Generator::Stream stream = kernel_generator.reserve();
+  cuda::SoftmaxDropoutRows rows;
+  rows.sizes = c.sizes;
+  rows.index_strides = contiguous_strides(c.sizes);
+  if (mask) {
+    rows.mask = *mask;
+    rows.mask_strides = broadcast_strides(*mask, c.sizes);
+  }
+  rows.scale = c.scale.value_or(1.0);  // as the op's default
+  rows.is_causal = c.causal;
+  rows.drop = c.p > 0;
+  rows.dropout = dropout_bits::Mask(stream.seed, stream.offset, dropout_bits::threshold_of(c.p));
+  const int64_t lanes = x.numel() / c.sizes.back();
+  const DType lse_dtype = dtype == kFloat64 ? kFloat64 : kFloat32;
+  const Tensor y = full(c.sizes, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
+  const Tensor lse = full({lanes}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(lse_dtype));
+  const Tensor dx = full(c.sizes, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
+  cuda::emu_softmax_dropout_rows(x, rows, y, lse);
+  cuda::emu_softmax_dropout_backward_rows(dy, x, lse, rows, dx);
+
+  long nonfinite = 0;
+  const double y_error = max_abs_difference(y, y_cpu, &nonfinite);
+  const double dx_error = max_abs_difference(dx, dx_cpu, &nonfinite);
+  // float64: the same formulas in another order; float32: the GPU's exp2 of scaled logits
+  // against the CPU's (each a few ulps); the half types round y and dx once, after a float
+  // computation on each side (|dx| up to about 4 |dy|).
+  const double tolerance = dtype == kFloat64 ? 1e-12 : dtype == kFloat32 ? 2e-5 : 2e-2;
+  const bool ok = nonfinite == 0 && y_error <= tolerance && dx_error <= 4 * tolerance && emu::errors == errors_before;
+  printf("%-4s %-58s %-9s y %.2e  dx %.2e%s\n", ok ? "ok" : "FAIL", c.name, dtype_name(dtype), y_error,
+         dx_error, nonfinite ? "  (non-finite elements)" : "");
+  if (!ok) ++failures;
+}
+
+// softmax / log_softmax (cuda/softmax.cu) over rows of n, forward and backward, against the
+// CPU op.
+void run_softmax_case(int64_t rows, int64_t n, bool take_log, DType dtype) {
+  const long errors_before = emu::errors;
+  manual_seed(12);
+  const Tensor x = (randn({rows, n}, kFloat64) * 3.0).to(dtype);
+  const Tensor dy = randn({rows, n}, kFloat64).to(dtype);
+  Tensor leaf = x.detach().requires_grad_();
+  const Tensor y_cpu = take_log ? log_softmax(leaf, -1) : softmax(leaf, -1);
+  y_cpu.backward(dy);
+  const Tensor y = full({rows, n}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
+  const Tensor dx = full({rows, n}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
+  cuda::emu_softmax_rows(x, y, take_log);
+  cuda::emu_softmax_backward_rows(dy, y, dx, take_log);
+  long nonfinite = 0;
+  const double y_error = max_abs_difference(y, y_cpu, &nonfinite);
+  const double dx_error = max_abs_difference(dx, leaf.grad(), &nonfinite);
+  const double tolerance = dtype == kFloat64 ? 1e-12 : dtype == kFloat32 ? 2e-5 : 6e-2;
+  const bool ok = nonfinite == 0 && y_error <= tolerance && dx_error <= 4 * tolerance && emu::errors == errors_before;
+  const std::string name = fmt::format("{} rows of {}", take_log ? "log_softmax" : "softmax", n);
+  printf("%-4s %-58s %-9s y %.2e  dx %.2e%s\n", ok ? "ok" : "FAIL", name.c_str(), dtype_name(dtype), y_error, dx_error,
+         nonfinite ? "  (non-finite elements)" : "");
+  if (!ok) ++failures;
+}
+
+// cross_entropy's fused kernel (cuda/cross_entropy.cu): each row's loss and its gradient for
+// dy = 1 (weight 1: the Sum reduction's), a few targets ignored, against the CPU op.
+void run_cross_entropy_case(int64_t rows, int64_t classes, double smoothing, DType dtype) {
+  const long errors_before = emu::errors;
+  manual_seed(13);
+  const Tensor logits = (randn({rows, classes}, kFloat64) * 2.0).to(dtype);
+  std::vector<int64_t> target_values(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) target_values[static_cast<size_t>(i)] = i % 5 == 3 ? -100 : (i * 7919) % classes;
+  const Tensor targets = from_vector<int64_t>(target_values, {rows});
+  Tensor leaf = logits.detach().requires_grad_();
+  const Tensor loss_cpu = cross_entropy(leaf, targets, -100, smoothing, Reduction::None);
+  cross_entropy(leaf, targets, -100, smoothing, Reduction::Sum).backward();
+  const Tensor loss = full({rows}, std::numeric_limits<double>::quiet_NaN(),
+                           TensorOptions(dtype == kFloat64 ? kFloat64 : kFloat32));
+  const Tensor grad = full({rows, classes}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
+  cuda::CrossEntropyRows options;
+  options.label_smoothing = smoothing;
+  cuda::emu_cross_entropy_rows(logits, targets, options, loss, grad);
+  long nonfinite = 0;
+  const double loss_error = max_abs_difference(loss, loss_cpu, &nonfinite);
+  const double grad_error = max_abs_difference(grad, leaf.grad(), &nonfinite);
+  const double tolerance = dtype == kFloat64 ? 1e-12 : dtype == kFloat32 ? 2e-5 : 1e-2;
+  const bool ok =
+      nonfinite == 0 && loss_error <= 10 * tolerance && grad_error <= tolerance && emu::errors == errors_before;
+  const std::string name = fmt::format("cross_entropy {} x {}, smoothing {}", rows, classes, smoothing);
+  printf("%-4s %-58s %-9s y %.2e  dx %.2e%s\n", ok ? "ok" : "FAIL", name.c_str(), dtype_name(dtype), loss_error,
+         grad_error, nonfinite ? "  (non-finite elements)" : "");
+  if (!ok) ++failures;
+}
+
+}  // namespace
+
+int main() {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  const auto start = std::chrono::steady_clock::now();
+  int runs = 0;
+  for (const Case& c : kCases)
+    for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
+      run_case(c, dtype);
+      ++runs;
+    }
+  // softmax: warp rows, block rows (2 and 3 warps), the two-pass kernel, odd lengths.
+  for (int64_t n : {1, 7, 256, 1000, 1024, 1536, 8200})
+    for (bool take_log : {false, true})
+      for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
+        run_softmax_case(3, n, take_log, dtype);
+        ++runs;
+      }
+  // cross_entropy: a warp a row (short rows), a block a row, lengths not a multiple of a vector.
+  for (int64_t classes : {1, 10, 100, 1000, 5003, 20000})
+    for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
+      run_cross_entropy_case(7, classes, classes % 2 ? 0.1 : 0.0, dtype);
+      ++runs;
+    }
+  printf("%d runs: %d failures, %ld emulator errors (%.1f s)\n", runs, failures, emu::errors,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return failures || emu::errors ? 1 : 0;
+}
