@@ -15,7 +15,9 @@
 //   - inputs of 256 MiB, four times the H200's 60 MB L2, so every run streams from HBM;
 //     drawn with randn, never zeros (zeros flatter a GPU: less power, higher clocks).
 //   - peak_mib: the caching allocator's peak of live bytes during the row, inputs included
-//     (they are live), as PyTorch's max_memory_allocated reports it.
+//     (they are live), as PyTorch's max_memory_allocated reports it; base_mib: the bytes live
+//     when the row began (the inputs and the harness's other tensors), so that peak_mib -
+//     base_mib is what the op allocated at its peak, comparable across harnesses.
 //
 // This file is a .cu only because it is a CUDA-only program (built with MINIGRAD_CUDA);
 // it launches no kernel of its own: everything it times goes through minigrad's ops.
@@ -69,6 +71,9 @@ struct Row {
   std::string dtype, pass;
   std::optional<double> ms, gbps, tflops, roofline, peak_mib;
   std::string error;  // non-empty: the row failed, and why
+  // MiB live when the row began (its inputs and what else the harness holds): peak_mib minus it
+  // is what the op itself allocated at its peak.
+  std::optional<double> base_mib;
 };
 
 struct Ceilings {
@@ -119,13 +124,19 @@ double median_gpu_ms(const std::function<void()>& work) {
 
 double peak_mib_since_reset() { return static_cast<double>(cuda::allocator_stats().peak_allocated_bytes) / kMiB; }
 
+// Resets the allocator's peak to what is live now, and returns that (a row's base_mib).
+double reset_peak_mib() {
+  cuda::reset_peak_stats();
+  return static_cast<double>(cuda::allocator_stats().allocated_bytes) / kMiB;
+}
+
 // A memory-bound row: `bytes` is the floor's traffic (each input read once, each output
 // written once).
 Row memory_row(const std::string& op, const std::string& impl, const Shape& shape, DType dtype,
                const std::string& pass, double bytes, const Ceilings& ceilings, const std::function<void()>& work) {
-  Row r{op, impl, shape, dtype_name(dtype), pass, {}, {}, {}, {}, {}, {}};
+  Row r{op, impl, shape, dtype_name(dtype), pass, {}, {}, {}, {}, {}, {}, {}};
   try {
-    cuda::reset_peak_stats();
+    r.base_mib = reset_peak_mib();
     const double ms = median_gpu_ms(work);
     r.ms = ms;
     r.gbps = bytes / (ms * 1e-3) / 1e9;
@@ -142,9 +153,9 @@ Row memory_row(const std::string& op, const std::string& impl, const Shape& shap
 // what is measured is the framework's launch path (checks, allocation, tape, launch),
 // over the same chain as bench_overhead (bench/overhead_chain.h).
 Row chain_row(const std::string& pass, const std::function<void()>& run_once) {
-  Row r{"chain_small_ops", "minigrad", {kChainElements}, "float32", pass, {}, {}, {}, {}, {}, {}};
+  Row r{"chain_small_ops", "minigrad", {kChainElements}, "float32", pass, {}, {}, {}, {}, {}, {}, {}};
   try {
-    cuda::reset_peak_stats();
+    r.base_mib = reset_peak_mib();
     for (int i = 0; i < 3; ++i) run_once();
     cuda::synchronize();
     std::vector<double> ms_per_op;
@@ -203,10 +214,10 @@ bool write_json(const std::string& path, const std::string& device, const std::s
     if (!r.error.empty()) continue;  // a failed row has no numbers; the table and exit code report it
     fmt::print(f,
                "{}\n  {{\"op\": {}, \"impl\": {}, \"shape\": {}, \"dtype\": {}, \"pass\": {}, \"ms\": {}, "
-               "\"gbps\": {}, \"tflops\": {}, \"roofline\": {}, \"peak_mib\": {}}}",
+               "\"gbps\": {}, \"tflops\": {}, \"roofline\": {}, \"peak_mib\": {}, \"base_mib\": {}}}",
                first ? "" : ",", json_string(r.op), json_string(r.impl), json_shape(r.shape), json_string(r.dtype),
                json_string(r.pass), json_number(r.ms, 6), json_number(r.gbps, 1), json_number(r.tflops, 1),
-               json_number(r.roofline, 3), json_number(r.peak_mib, 1));
+               json_number(r.roofline, 3), json_number(r.peak_mib, 1), json_number(r.base_mib, 1));
     first = false;
   }
   fmt::print(f, "\n]}}\n");
@@ -385,9 +396,9 @@ void fused_rows(std::vector<Row>& rows, const Ceilings& ceilings, const Tensor& 
 // A GEMM-bound row: `flops` over the matmul ceiling is its floor.
 Row gemm_row(const std::string& op, const std::string& impl, const Shape& shape, const std::string& pass,
              double flops, const Ceilings& ceilings, const std::function<void()>& work) {
-  Row r{op, impl, shape, "bfloat16", pass, {}, {}, {}, {}, {}, {}};
+  Row r{op, impl, shape, "bfloat16", pass, {}, {}, {}, {}, {}, {}, {}};
   try {
-    cuda::reset_peak_stats();
+    r.base_mib = reset_peak_mib();
     const double ms = median_gpu_ms(work);
     r.ms = ms;
     r.tflops = flops / (ms * 1e-3) / 1e12;
@@ -689,9 +700,9 @@ int run(int argc, char** argv) {
     const Tensor a = x.slice(0, 0, kMatmulSize);
     const Tensor b = x.slice(0, kMatmulSize, 2 * kMatmulSize);
     const double flops = 2.0 * kMatmulSize * kMatmulSize * kMatmulSize;
-    Row r{"matmul", "minigrad", {kMatmulSize, kMatmulSize, kMatmulSize}, "bfloat16", "fwd", {}, {}, {}, {}, {}, {}};
+    Row r{"matmul", "minigrad", {kMatmulSize, kMatmulSize, kMatmulSize}, "bfloat16", "fwd", {}, {}, {}, {}, {}, {}, {}};
     try {
-      cuda::reset_peak_stats();
+      r.base_mib = reset_peak_mib();
       const double ms = median_gpu_ms([&] { matmul(a, b); });
       r.ms = ms;
       r.tflops = flops / (ms * 1e-3) / 1e12;

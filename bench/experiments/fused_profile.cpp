@@ -50,6 +50,13 @@ int main(int argc, char** argv) {
     const Tensor scores = randn({4, 16, 1024, 1024}, bf16).requires_grad_();
     const Tensor grad = randn(scores.sizes(), bf16);
     for (int i = 0; i < repeats; ++i) softmax_dropout(scores, -1, 0.1).backward(grad);
+    // bench_gpu's two variants: causal, and a [4, 1, 1, 1024] padding mask.
+    for (int i = 0; i < repeats; ++i)
+      softmax_dropout(scores, -1, 0.1, true, std::nullopt, true).backward(grad);
+    const TensorOptions on_gpu = TensorOptions(kInt64).device(Device::cuda());
+    const Tensor lengths = from_vector<int64_t>({1024, 896, 768, 640}, {4, 1, 1, 1}, on_gpu);
+    const Tensor padding = lt(arange(1024, on_gpu).view({1, 1, 1, -1}), lengths);
+    for (int i = 0; i < repeats; ++i) softmax_dropout(scores, -1, 0.1, true, padding).backward(grad);
   }
   cuda::synchronize();
   fmt::print("fused_profile: {} runs of each op\n", repeats);
