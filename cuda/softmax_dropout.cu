@@ -250,8 +250,9 @@ constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : 4;
 // ---- forward ----
 
 // A row in registers (cuda/row_kernels.cuh: a warp or a block per row; thread t holds the
-// row's vectors t, t + threads_per_row, ...). The logits are held in base 2 (times log2(e)),
-// so each exponential is the hardware's exp2.
+// row's vectors t, t + threads_per_row, ...). The logits are in base 2 (times log2(e)), so
+// each exponential is the hardware's exp2; held as x itself when the whole factor moves into
+// the exponent's fused multiply-add (LogitUnits), times it otherwise.
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
 __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
     softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ y, compute_t<T>* __restrict__ log_sum_exp,
