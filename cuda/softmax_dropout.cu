@@ -233,6 +233,31 @@ __device__ __forceinline__ acc_t keep_factor(const RowOptions& o, const KeepWord
   return k.kept(e, o.dropout.threshold) ? static_cast<acc_t>(o.keep_scale) : acc_t(0);
 }
 
+// The vector written where causality masks a whole vector out (P = 0 there).
+template <typename T, int kVec>
+__device__ __forceinline__ AlignedVector<T, kVec> zero_vector() {
+  AlignedVector<T, kVec> zeros;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) zeros.values[e] = convert_element<T>(compute_t<T>(0));
+  return zeros;
+}
+
+// The vectors of its row a thread holds in the register kernels: the j-th starts at column(j)
+// (vectors t, t + threads_per_row, ... of the row for thread t). One is live when it lies in
+// the row and causality leaves some of it; the others are neither loaded nor computed, and
+// are written as zeros.
+template <bool kWarpPerRow, int kVec>
+struct HeldVectors {
+  const RowThread<kWarpPerRow>& me;
+  const RowStart& start;
+  int64_t n;
+  __device__ int64_t column(int j) const {
+    return (static_cast<int64_t>(j) * me.threads_per_row + me.thread) * kVec;
+  }
+  __device__ bool in_row(int j) const { return column(j) < n; }
+  __device__ bool live(int j) const { return in_row(j) && start.visible(column(j)); }
+};
+
 // Elements a thread of the register kernels holds, at most (row_kernels.cuh's launch_for_rows
 // allows 32): rows of 1024 take 64 threads, not a warp, and rows of up to 4096 stay in
 // registers. With 32 a thread both kernels spilled under the 64-register cap below: the
@@ -265,10 +290,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   if (me.row >= rows) return;  // a whole warp (the block holds whole rows): the combines see all threads
   const RowStart start(options, me.row);
   const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
-  // Vector j of this thread is the row's vector column(j) / kVec; `live` when it exists and
-  // causality leaves some of it (the others are not loaded, and written as zeros).
-  auto column = [&](int j) { return (static_cast<int64_t>(j) * me.threads_per_row + me.thread) * kVec; };
-  auto live = [&](int j) { return column(j) < n && start.visible(column(j)); };
+  const HeldVectors<kWarpPerRow, kVec> held{me, start, n};
 
   // Held as the loads' words: loaded into a vector of T, a predicated load was merged into
   // its registers 16 bits at a time, and the loads waited on each other.
@@ -277,19 +299,19 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   Word loaded[kVectorsPerThread];
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j)
-    if (live(j)) loaded[j] = in[column(j) / kVec];
+    if (held.live(j)) loaded[j] = in[held.column(j) / kVec];
   // The keep decisions do not depend on x: drawn while its loads are in flight.
   dropout_bits::MaskCursor cursor(options.dropout);
   KeepWords<kVec> keep[kVectorsPerThread];
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j)
-    if (options.drop && live(j)) keep[j] = vector_keep<kVec>(options, start, cursor, column(j));
+    if (options.drop && held.live(j)) keep[j] = vector_keep<kVec>(options, start, cursor, held.column(j));
   acc_t v[kVectorsPerThread][kVec];
   acc_t row_max = -INFINITY;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (live(j)) {
-      vector_logits<T>(options, start, base2, loaded[j], column(j), v[j]);
+    if (held.live(j)) {
+      vector_logits<T>(options, start, base2, loaded[j], held.column(j), v[j]);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[j][e]);
     }
@@ -302,7 +324,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   acc_t sum = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (live(j)) {
+    if (held.live(j)) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         v[j][e] = fast_math::fast_exp2(fma(v[j][e], base2.exponent_factor, -shift));
@@ -320,19 +342,18 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   Vector* out = reinterpret_cast<Vector*>(y + me.row * n);
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (column(j) >= n) continue;
+    if (!held.in_row(j)) continue;
     Vector result;
-    if (live(j)) {
+    if (held.live(j)) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const bool dropped = options.drop && !keep[j].kept(e, options.dropout.threshold);
         result.values[e] = convert_element<T>(v[j][e] * (dropped ? acc_t(0) : kept_scale));  // a NaN stays NaN
       }
     } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
+      result = zero_vector<T, kVec>();
     }
-    out[column(j) / kVec] = result;
+    out[held.column(j) / kVec] = result;
   }
 }
 
@@ -377,8 +398,7 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
         result.values[e] = convert_element<T>(options.drop ? p * keep_factor<acc_t>(options, keep, e) : p);
       }
     } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
+      result = zero_vector<T, kVec>();
     }
     out[k] = result;
   }
@@ -419,10 +439,9 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   const RowStart start(options, me.row);
   const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
   const acc_t log_sum_exp2 = log_sum_exp[me.row] * kLog2e<acc_t>;
-  // As in the forward: vector j is live when it exists and causality leaves some of it. The
-  // others have P = 0, so their dx is 0 and neither their x nor their dy is read.
-  auto column = [&](int j) { return (static_cast<int64_t>(j) * me.threads_per_row + me.thread) * kVec; };
-  auto live = [&](int j) { return column(j) < n && start.visible(column(j)); };
+  // As in the forward: the vectors that are not live have P = 0, so their dx is 0 and neither
+  // their x nor their dy is read.
+  const HeldVectors<kWarpPerRow, kVec> held{me, start, n};
   dropout_bits::MaskCursor cursor(options.dropout);
 
   // Held as the loads' words (see the forward).
@@ -433,22 +452,22 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   Word x_loaded[kVectorsPerThread];
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (live(j)) {
-      dy[j] = g_in[column(j) / kVec];
-      x_loaded[j] = x_in[column(j) / kVec];
+    if (held.live(j)) {
+      dy[j] = g_in[held.column(j) / kVec];
+      x_loaded[j] = x_in[held.column(j) / kVec];
     }
   }
   // The keep decisions, drawn while the loads are in flight.
   KeepWords<kVec> keep[kVectorsPerThread];
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j)
-    if (options.drop && live(j)) keep[j] = vector_keep<kVec>(options, start, cursor, column(j));
+    if (options.drop && held.live(j)) keep[j] = vector_keep<kVec>(options, start, cursor, held.column(j));
   acc_t p[kVectorsPerThread][kVec];
   acc_t total = 0;  // sum(dP * P)
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (live(j)) {
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], column(j), p[j]);
+    if (held.live(j)) {
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], held.column(j), p[j]);
       acc_t g[kVec];
       convert_vector(vector_from_bits<T, kVec>(dy[j]), g);
 #pragma unroll
@@ -460,19 +479,18 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   Vector* out = reinterpret_cast<Vector*>(grad_input + me.row * n);
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
-    if (column(j) >= n) continue;
+    if (!held.in_row(j)) continue;
     Vector result;
-    if (live(j)) {
+    if (held.live(j)) {
       acc_t g[kVec];
       convert_vector(vector_from_bits<T, kVec>(dy[j]), g);  // again: dy is held as loaded, half the registers of g
 #pragma unroll
       for (int e = 0; e < kVec; ++e)
         result.values[e] = convert_element<T>(scale * p[j][e] * (grad_probability(options, g[e], keep[j], e) - total));
     } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
+      result = zero_vector<T, kVec>();
     }
-    out[column(j) / kVec] = result;
+    out[held.column(j) / kVec] = result;
   }
 }
 
@@ -494,18 +512,25 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   const Vector* x_in = reinterpret_cast<const Vector*>(x + row * n);
   const int64_t vectors = n / kVec;
 
+  // dP and P of vector k, both passes: P recomputed, the keep decisions drawn through `cursor`.
+  auto gradient_terms = [&](int64_t k, dropout_bits::MaskCursor& cursor, acc_t(&dp)[kVec], acc_t(&p)[kVec]) {
+    acc_t dy[kVec];
+    convert_vector(g_in[k], dy);
+    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
+    KeepWords<kVec> keep;
+    if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) dp[e] = grad_probability(options, dy[e], keep, e);
+  };
+
   acc_t total = 0;
   {
     dropout_bits::MaskCursor cursor(options.dropout);
     for (int64_t k = threadIdx.x; k < vectors && start.visible(k * kVec); k += blockDim.x) {
-      acc_t dy[kVec];
-      convert_vector(g_in[k], dy);
-      acc_t p[kVec];
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
-      KeepWords<kVec> keep;
-      if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
+      acc_t dp[kVec], p[kVec];
+      gradient_terms(k, cursor, dp, p);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) total += grad_probability(options, dy[e], keep, e) * p[e];
+      for (int e = 0; e < kVec; ++e) total += dp[e] * p[e];
     }
   }
   total = block_allreduce(total, Plus{}, acc_t(0), warp_results);
@@ -515,18 +540,12 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
     Vector result;
     if (start.visible(k * kVec)) {
-      acc_t dy[kVec];
-      convert_vector(g_in[k], dy);
-      acc_t p[kVec];
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
-      KeepWords<kVec> keep;
-      if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
+      acc_t dp[kVec], p[kVec];
+      gradient_terms(k, cursor, dp, p);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e)
-        result.values[e] = convert_element<T>(scale * p[e] * (grad_probability(options, dy[e], keep, e) - total));
+      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(scale * p[e] * (dp[e] - total));
     } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));
+      result = zero_vector<T, kVec>();
     }
     out[k] = result;
   }

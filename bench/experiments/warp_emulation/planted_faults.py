@@ -96,9 +96,9 @@ FAULTS = [
 # The row kernels' faults (--rows).
 ROW_FAULTS = [
     ('softmax_dropout forward: the zeros right of the causal diagonal not written', SOFTMAX_DROPOUT,
-     '    } else {\n#pragma unroll\n      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(acc_t(0));\n'
-     '    }\n    out[column(j) / kVec] = result;\n  }\n}\n\n// Rows too long',
-     '      out[column(j) / kVec] = result;\n    }\n  }\n}\n\n// Rows too long'),
+     '    } else {\n      result = zero_vector<T, kVec>();\n    }\n    out[held.column(j) / kVec] = result;\n  }\n}\n\n'
+     '// Rows too long',
+     '      out[held.column(j) / kVec] = result;\n    }\n  }\n}\n\n// Rows too long'),
     ('softmax_dropout: causality hides the diagonal too', SOFTMAX_DROPOUT,
      'row - divide_index(row, o.causal_rows) * o.causal_rows + 1',
      'row - divide_index(row, o.causal_rows) * o.causal_rows'),
@@ -109,7 +109,7 @@ ROW_FAULTS = [
     ('softmax_dropout: the mask read in vectors where it is not aligned', SOFTMAX_DROPOUT,
      'const bool mask_vectors = o.mask_vector_alignment >= kVec;', 'const bool mask_vectors = o.mask_step == 1;'),
     ('softmax_dropout backward: dy read from the next vector', SOFTMAX_DROPOUT,
-     'dy[j] = g_in[column(j) / kVec];', 'dy[j] = g_in[column(j) / kVec + (column(j) + kVec < n)];'),
+     'dy[j] = g_in[held.column(j) / kVec];', 'dy[j] = g_in[held.column(j) / kVec + (held.column(j) + kVec < n)];'),
     ('softmax backward: y read from dy', SOFTMAX,
      'convert_vector(y_in[k], yv[j]);', 'convert_vector(g_in[k], yv[j]);'),
     ('cross_entropy: a vector\'s last logit written as its first', CROSS_ENTROPY,
