@@ -25,24 +25,8 @@
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/minigrad.h>
 
-// ---- the runtime calls of flash_attention.cu's host code, answered without a GPU ----
-// (after runtime.h, whose declarations keep their names; these only rename the calls below)
-namespace minigrad {
-namespace cuda {
-struct EmuDeviceGuard {
-  explicit EmuDeviceGuard(int) {}
-};
-inline cudaStream_t emu_current_stream() { return nullptr; }
-// CUDA's device min and max of ints: minigrad::min and max (tensor ops) would hide ::min and ::max.
-using ::max;
-using ::min;
-}  // namespace cuda
-}  // namespace minigrad
-#define cudaGetDevice ::emu::get_device
-#define cudaFuncSetAttribute ::emu::func_set_attribute
-#define cudaGetLastError ::emu::get_last_error
-#define DeviceGuard EmuDeviceGuard
-#define current_stream emu_current_stream
+// The runtime calls of flash_attention.cu's host code, answered without a GPU.
+#include "host_calls.h"
 
 #include "flash_attention.inc"
 

@@ -24,35 +24,23 @@
 
 #include <chrono>
 #include <cmath>
-
-#include <fmt/format.h>
 #include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include <minigrad/cuda/runtime.h>
+#include <fmt/format.h>
 
-// ---- the runtime calls of softmax_dropout.cu's host code, answered without a GPU ----
-namespace minigrad {
-namespace cuda {
-struct EmuDeviceGuard {
-  explicit EmuDeviceGuard(int) {}
-};
-inline cudaStream_t emu_current_stream() { return nullptr; }
-using ::max;
-using ::min;
-}  // namespace cuda
-}  // namespace minigrad
-#define cudaGetLastError ::emu::get_last_error
-#define DeviceGuard EmuDeviceGuard
-#define current_stream emu_current_stream
+// The runtime calls of the kernels' host code, answered without a GPU.
+#include "host_calls.h"
 
 #include "softmax_dropout.inc"
 #include "softmax.inc"
 #include "cross_entropy.inc"
 
+#undef cudaGetDevice
+#undef cudaFuncSetAttribute
 #undef cudaGetLastError
 #undef DeviceGuard
 #undef current_stream
