@@ -742,13 +742,12 @@ def check_targets(by_key):
     # inputs, x and dy, and the harness's other tensors, which differ between the harnesses).
     # Inputs included, no implementation could reach half of eager's: they are 256 of its 897
     # MiB here, and y and dx another 256.
+    def allocated(r):
+        return None if r is None or r.get("peak_mib") is None or r.get("base_mib") is None else (
+            r["peak_mib"] - r["base_mib"])
+
     for op in ("softmax_dropout", "softmax_dropout_causal", "softmax_dropout_mask"):
         mg, eager = get(op, "minigrad", "full", SCORES), get(op, "pytorch_eager", "full", SCORES)
-
-        def allocated(r):
-            return None if r is None or r.get("peak_mib") is None or r.get("base_mib") is None else (
-                r["peak_mib"] - r["base_mib"])
-
         mine, theirs = allocated(mg), allocated(eager)
         ok = None if mine is None or theirs is None else mine <= 0.5 * theirs
         got = f"{mine:.0f} vs {theirs:.0f} MiB" if ok is not None else "-"
