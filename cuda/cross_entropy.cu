@@ -47,6 +47,8 @@
 #include <minigrad/cuda/block_reduce.cuh>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/cross_entropy.h>
+#include <minigrad/cuda/launch.cuh>
+#include <minigrad/cuda/mma.cuh>  // cp.async
 #include <minigrad/cuda/row_kernels.cuh>
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/cuda/vector.cuh>
@@ -142,27 +144,32 @@ __device__ __forceinline__ void fold_values(RowStats<acc_t>& s, const acc_t (&v)
   s.max_sum = {max, sum};
 }
 
+// One element, and one vector held as its load's words (a predicated load into a vector of T
+// was merged into its registers 16 bits at a time, and each waited for the one before).
+template <typename T, typename acc_t>
+__device__ __forceinline__ void fold_element(RowStats<acc_t>& s, T x) {
+  const acc_t v[1] = {convert_element<acc_t>(x)};
+  fold_values(s, v);
+}
+template <typename T, typename acc_t, typename Word>
+__device__ __forceinline__ void fold_vector(RowStats<acc_t>& s, const Word& loaded) {
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  acc_t v[kVec];
+  convert_vector(vector_from_bits<T, kVec>(loaded), v);
+  fold_values(s, v);
+}
+
+template <typename T>
+using RowWord = typename VectorWord<static_cast<int>(sizeof(AlignedVector<T, kElementsPer16Bytes<T>>))>::type;
+
 // This thread's share of the row's statistics: the head and tail elements one per thread, the
 // vectors every `threads`-th from `thread`, kUnroll loads at a time.
 template <typename T, typename acc_t = compute_t<T>>
 __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int64_t n, int thread, int threads) {
-  constexpr int kVec = kElementsPer16Bytes<T>;
-  using Vector = AlignedVector<T, kVec>;
+  using Word = RowWord<T>;
   RowStats<acc_t> s{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)};
-  auto fold_element = [&](int64_t j) {
-    const acc_t v[1] = {convert_element<acc_t>(x[j])};
-    fold_values(s, v);
-  };
-  // The loads are held as words: a predicated load into a vector of T was merged into its
-  // registers 16 bits at a time, and each waited for the one before.
-  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
-  auto fold_vector = [&](const Word& loaded) {
-    acc_t v[kVec];
-    convert_vector(vector_from_bits<T, kVec>(loaded), v);
-    fold_values(s, v);
-  };
   const RowSplit split = split_row(x, n);
-  if (thread < split.head) fold_element(thread);
+  if (thread < split.head) fold_element(s, x[thread]);
   const Word* body = reinterpret_cast<const Word*>(x + split.head);
   for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
     Word loaded[kUnroll];
@@ -171,14 +178,59 @@ __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int
       if (k + u * threads < split.vectors) loaded[u] = body[k + u * threads];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (k + u * threads < split.vectors) fold_vector(loaded[u]);
+      if (k + u * threads < split.vectors) fold_vector<T>(s, loaded[u]);
   }
-  const int64_t tail = split.head + split.vectors * kVec;
-  if (tail + thread < n) fold_element(tail + thread);  // the tail is shorter than a vector: one each
+  const int64_t tail = split.head + split.vectors * kElementsPer16Bytes<T>;
+  if (tail + thread < n) fold_element(s, x[tail + thread]);  // the tail is shorter than a vector: one each
+  return s;
+}
+
+// ---- a row staged in shared memory ----
+//
+// The register path above has each thread's loads in flight kUnroll vectors at a time, so a
+// row of 50304 bf16 (12-13 vectors a thread in blocks of 512) waits on memory four times in
+// turn, and a block holds its SM's share of the bandwidth only while its loads are out. Staged,
+// every thread copies all of its vectors of the row into shared memory at once (cp.async: no
+// registers held while they are in flight), the row arrives in one memory latency, and pass 2
+// reads it from there instead of from L2. Each thread reads back only the vectors it copied
+// (its own cp.async.wait_group makes them visible to it), so no barrier is needed for them.
+
+// Issues the copies of this thread's vectors of the row (vector k to staged[k]).
+template <typename T>
+__device__ __forceinline__ void stage_row(const T* x, RowSplit split, RowWord<T>* staged, int thread, int threads) {
+  const RowWord<T>* body = reinterpret_cast<const RowWord<T>*>(x + split.head);
+  for (int64_t k = thread; k < split.vectors; k += threads) mma::copy_chunk_async(&staged[k], &body[k], true);
+  mma::commit_copies();
+}
+
+// fold_row, with the vectors from the staged copy (after wait_copies).
+template <typename T, typename acc_t = compute_t<T>>
+__device__ __forceinline__ RowStats<acc_t> fold_staged_row(const T* __restrict__ x, RowSplit split,
+                                                           const RowWord<T>* staged, int64_t n, int thread,
+                                                           int threads) {
+  RowStats<acc_t> s{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)};
+  if (thread < split.head) fold_element(s, x[thread]);
+  for (int64_t k = thread; k < split.vectors; k += threads) fold_vector<T>(s, staged[k]);
+  const int64_t tail = split.head + split.vectors * kElementsPer16Bytes<T>;
+  if (tail + thread < n) fold_element(s, x[tail + thread]);
   return s;
 }
 
 // ---- pass 2: writing a row ----
+
+// Vector k of a row's body (first element `first` of the row), from its loaded words.
+template <typename T, typename Value>
+__device__ __forceinline__ void store_vector(const RowWord<T>& loaded, AlignedVector<T, kElementsPer16Bytes<T>>* dst,
+                                             int64_t k, int64_t first, Value value) {
+  using acc_t = compute_t<T>;
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  acc_t v[kVec];
+  convert_vector(vector_from_bits<T, kVec>(loaded), v);
+  AlignedVector<T, kVec> result;
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(value(v[e], first + e));
+  dst[k] = result;
+}
 
 // out[j] = value(x[j], j) for the n elements of a row, x and out of one type. Vectorized: out
 // and x sit at the same offset from a 16-byte boundary, and the row goes as head, vectors,
@@ -197,18 +249,9 @@ __device__ __forceinline__ void write_row(const T* x, T* out, int64_t n, bool ve
   }
   const RowSplit split = split_row(out, n);
   if (thread < split.head) element(thread);
-  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;  // as in fold_row
+  using Word = RowWord<T>;  // as in fold_row
   const Word* in = reinterpret_cast<const Word*>(x + split.head);
   Vector* dst = reinterpret_cast<Vector*>(out + split.head);
-  auto store = [&](const Word& loaded, int64_t k) {
-    const int64_t first = split.head + k * kVec;
-    acc_t v[kVec];
-    convert_vector(vector_from_bits<T, kVec>(loaded), v);
-    Vector result;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(value(v[e], first + e));
-    dst[k] = result;
-  };
   for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
     Word loaded[kUnroll];
 #pragma unroll
@@ -216,8 +259,25 @@ __device__ __forceinline__ void write_row(const T* x, T* out, int64_t n, bool ve
       if (k + u * threads < split.vectors) loaded[u] = in[k + u * threads];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (k + u * threads < split.vectors) store(loaded[u], k + u * threads);
+      if (k + u * threads < split.vectors)
+        store_vector<T>(loaded[u], dst, k + u * threads, split.head + (k + u * threads) * kVec, value);
   }
+  const int64_t tail = split.head + split.vectors * kVec;
+  if (tail + thread < n) element(tail + thread);
+}
+
+// write_row from a staged row (out at the same offsets from 16-byte boundaries as x): the
+// thread's vectors from its own staged copies, head and tail from x.
+template <typename T, typename Value>
+__device__ __forceinline__ void write_staged_row(const T* x, RowSplit split, const RowWord<T>* staged, T* out,
+                                                 int64_t n, int thread, int threads, Value value) {
+  using acc_t = compute_t<T>;
+  constexpr int kVec = kElementsPer16Bytes<T>;
+  auto element = [&](int64_t j) { out[j] = convert_element<T>(value(convert_element<acc_t>(x[j]), j)); };
+  if (thread < split.head) element(thread);
+  auto* dst = reinterpret_cast<AlignedVector<T, kVec>*>(out + split.head);
+  for (int64_t k = thread; k < split.vectors; k += threads)
+    store_vector<T>(staged[k], dst, k, split.head + k * kVec, value);
   const int64_t tail = split.head + split.vectors * kVec;
   if (tail + thread < n) element(tail + thread);
 }
@@ -256,20 +316,30 @@ struct CrossEntropyArgs {
   bool same_alignment;  // grad's rows at the same offsets from 16-byte boundaries as the logits'
 };
 
-// One row per warp (kWarpPerRow: kWarpsPerBlock rows a block) or per block.
-template <typename T, bool kWarpPerRow>
+// One row per warp (kWarpPerRow: kWarpsPerBlock rows a block) or per block; kStaged (block
+// rows only): the row's vectors copied into dynamic shared memory first (a row staged in shared
+// memory, above).
+template <typename T, bool kWarpPerRow, bool kStaged>
 __global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMaxBlockThreads,
                                        kWarpPerRow ? 1 : kBlocksPerSM<T>)
     cross_entropy_kernel(const CrossEntropyArgs<T> a) {
   using acc_t = compute_t<T>;
+  static_assert(!(kStaged && kWarpPerRow), "only block rows are staged");
   __shared__ RowStats<acc_t> partials[kWarpSize];
+  extern __shared__ __align__(16) uint8_t staged_bytes[];
+  RowWord<T>* staged = reinterpret_cast<RowWord<T>*>(staged_bytes);
   const RowThread<kWarpPerRow> me;
   if (me.row >= a.rows) return;  // a whole warp, or the whole block: the combines see all their threads
   const int64_t n = a.classes;
   const T* x = a.logits + me.row * n;
   T* grad = a.grad == nullptr ? nullptr : a.grad + me.row * n;
+  const RowSplit split = split_row(x, n);
+  // The copies go out before the target is known: an ignored row (rare) waits for them and
+  // drops them, where waiting for the target first would add a memory latency to every row.
+  if constexpr (kStaged) stage_row(x, split, staged, me.thread, me.threads_per_row);
   const int64_t target = a.targets[me.row * a.target_stride];
   if (target == a.ignore_index) {
+    if constexpr (kStaged) mma::wait_copies<0>();  // no thread exits with copies in flight
     if (me.thread == 0) a.loss[me.row] = acc_t(0);
     if (grad != nullptr) zero_row(grad, n, me.thread, me.threads_per_row);
     return;
@@ -278,7 +348,13 @@ __global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMa
   acc_t picked = 0;
   if (me.thread == 0) picked = target >= 0 && target < n ? convert_element<acc_t>(x[target]) : acc_t(NAN);
 
-  RowStats<acc_t> s = fold_row(x, n, me.thread, me.threads_per_row);
+  RowStats<acc_t> s;
+  if constexpr (kStaged) {
+    mma::wait_copies<0>();
+    s = fold_staged_row(x, split, staged, n, me.thread, me.threads_per_row);
+  } else {
+    s = fold_row(x, n, me.thread, me.threads_per_row);
+  }
   s = row_allreduce<kWarpPerRow>(s, CombineRowStats<acc_t>{},
                                  RowStats<acc_t>{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)}, partials);
   const acc_t max = s.max_sum.max;
@@ -300,9 +376,13 @@ __global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMa
   const acc_t probability_scale = weight / sum;
   const acc_t uniform = weight * a.smoothing / static_cast<acc_t>(n);
   const acc_t on_target = weight * (acc_t(1) - a.smoothing);
-  write_row(x, grad, n, a.same_alignment, me.thread, me.threads_per_row, [=](acc_t v, int64_t j) {
+  auto gradient = [=](acc_t v, int64_t j) {
     return exp_of(v - shift) * probability_scale - uniform - (j == target ? on_target : acc_t(0));
-  });
+  };
+  if (kStaged && a.same_alignment)
+    write_staged_row(x, split, staged, grad, n, me.thread, me.threads_per_row, gradient);
+  else
+    write_row(x, grad, n, a.same_alignment, me.thread, me.threads_per_row, gradient);
 }
 
 // grad times dy in place. A 0-dim dy (dy_stride 0): one factor, grad as one flat run of
@@ -400,7 +480,7 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& targets, const Cross
     constexpr int kVec = kElementsPer16Bytes<T>;
     const int64_t vectors = (a.classes + kVec - 1) / kVec;
     if (vectors <= kVectorsPerLane * kWarpSize) {
-      cross_entropy_kernel<T, true>
+      cross_entropy_kernel<T, true, false>
           <<<blocks_for_rows(rows, kWarpsPerBlock, op), kWarpsPerBlock * kWarpSize, 0, stream>>>(a);
     } else {
       // Whole warps, about kVectorsPerBlockThread vectors each.
@@ -408,7 +488,17 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& targets, const Cross
       const int64_t warps = (vectors + per_warp - 1) / per_warp;
       const int threads =
           static_cast<int>(std::clamp<int64_t>(warps * kWarpSize, kMinBlockThreads, kMaxBlockThreads));
-      cross_entropy_kernel<T, false><<<blocks_for_rows(rows, 1, op), threads, 0, stream>>>(a);
+      const unsigned int grid = blocks_for_rows(rows, 1, op);
+      // A row's vectors (at most `vectors` 16-byte vectors, whatever its head) staged in shared
+      // memory where kBlocksPerSM blocks of them fit an SM; otherwise the register path.
+      const int64_t staged_bytes = vectors * 16;
+      if (staged_bytes * kBlocksPerSM<T> <= max_shared_memory_per_block(op)) {
+        auto kernel = cross_entropy_kernel<T, false, true>;
+        allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
+        kernel<<<grid, threads, static_cast<size_t>(staged_bytes), stream>>>(a);
+      } else {
+        cross_entropy_kernel<T, false, false><<<grid, threads, 0, stream>>>(a);
+      }
     }
     MG_CUDA_CHECK_LAUNCH(op);
   });

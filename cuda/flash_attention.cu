@@ -52,8 +52,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
-#include <set>
 #include <type_traits>
 #include <utility>
 
@@ -61,6 +59,7 @@
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/flash_attention.h>
+#include <minigrad/cuda/launch.cuh>
 #include <minigrad/cuda/mma.cuh>
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/kernels/dropout.h>
@@ -721,18 +720,6 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
 }
 
 // ---- host ----
-
-// Raises a kernel's shared-memory limit to `bytes` (above the default 48 KiB) once per device.
-template <typename Kernel>
-void allow_shared_memory(Kernel kernel, int bytes, const char* op) {
-  static std::mutex mutex;
-  static std::set<std::pair<const void*, int>> done;
-  int device = 0;
-  MG_CUDA_CHECK(cudaGetDevice(&device), op);
-  const std::lock_guard<std::mutex> lock(mutex);
-  if (!done.insert({reinterpret_cast<const void*>(kernel), device}).second) return;
-  MG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), op);
-}
 
 template <typename Kernel>
 void launch(Kernel kernel, int64_t blocks, int shared_bytes, const Params& p, const char* op) {

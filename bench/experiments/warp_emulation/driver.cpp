@@ -32,6 +32,7 @@
 
 #undef cudaGetDevice
 #undef cudaFuncSetAttribute
+#undef cudaDeviceGetAttribute
 #undef cudaGetLastError
 #undef DeviceGuard
 #undef current_stream

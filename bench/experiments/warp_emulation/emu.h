@@ -527,6 +527,15 @@ inline cudaError_t get_device(int* device) {
   *device = 0;
   return cudaSuccess;
 }
+// The device attributes the host code asks for: the shared-memory opt-in the emulator allows
+// (kMaxShared) and an H100's SM count.
+inline cudaError_t device_get_attribute(int* value, cudaDeviceAttr attribute, int) {
+  switch (attribute) {
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kMaxShared); return cudaSuccess;
+    case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
+    default: return last_error = cudaErrorInvalidValue;
+  }
+}
 inline cudaError_t func_set_attribute(const void* kernel, cudaFuncAttribute attribute, int value) {
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
   if (value < 0 || static_cast<size_t>(value) > kMaxShared) return last_error = cudaErrorInvalidValue;

@@ -2,7 +2,7 @@
 // The CUDA runtime calls of the kernels' host code (cuda/*.cu as rewrite.py turns them into
 // host code), answered without a GPU: each driver includes this after minigrad/cuda/runtime.h
 // (whose declarations keep their names: these only rename the calls that follow), then the
-// generated files, then #undefs the five names below.
+// generated files, then #undefs the six names below.
 #include "emu.h"
 
 #include <minigrad/cuda/runtime.h>
@@ -21,6 +21,7 @@ using ::min;
 
 #define cudaGetDevice ::emu::get_device
 #define cudaFuncSetAttribute ::emu::func_set_attribute
+#define cudaDeviceGetAttribute ::emu::device_get_attribute
 #define cudaGetLastError ::emu::get_last_error
 #define DeviceGuard EmuDeviceGuard
 #define current_stream emu_current_stream

@@ -1,0 +1,45 @@
+#pragma once
+// Host-side launch helpers shared by the kernels that use more than the default 48 KiB of
+// dynamic shared memory (flash attention's tiles, cross_entropy's staged rows).
+#include <map>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <minigrad/cuda/runtime.h>
+
+namespace minigrad {
+namespace cuda {
+
+// Raises a kernel's dynamic shared-memory limit to `bytes` (above the default 48 KiB), per
+// device, whenever a launch needs more than the limit already set: CUDA requires the opt-in
+// before a launch asks for more, and a launch past it fails.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, int bytes, const char* op) {
+  static std::mutex mutex;
+  static std::map<std::pair<const void*, int>, int> allowed;  // (kernel, device) -> bytes
+  int device = 0;
+  MG_CUDA_CHECK(cudaGetDevice(&device), op);
+  const std::lock_guard<std::mutex> lock(mutex);
+  int& limit = allowed[{reinterpret_cast<const void*>(kernel), device}];
+  if (bytes <= limit) return;
+  MG_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes), op);
+  limit = bytes;
+}
+
+// The most dynamic shared memory one block of the current device may opt into (227 KiB on
+// sm_90, 163 KiB on sm_80, 99 KiB on sm_86 and sm_89), asked once per device.
+inline int max_shared_memory_per_block(const char* op) {
+  static std::mutex mutex;
+  static std::vector<int> bytes;  // by device; 0: not asked yet
+  int device = 0;
+  MG_CUDA_CHECK(cudaGetDevice(&device), op);
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (bytes.size() <= static_cast<size_t>(device)) bytes.resize(static_cast<size_t>(device) + 1, 0);
+  int& b = bytes[static_cast<size_t>(device)];
+  if (b == 0) MG_CUDA_CHECK(cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
+  return b;
+}
+
+}  // namespace cuda
+}  // namespace minigrad
