@@ -113,8 +113,14 @@ ROW_FAULTS = [
     ('softmax backward: y read from dy', SOFTMAX,
      'convert_vector(y_in[k], yv[j]);', 'convert_vector(g_in[k], yv[j]);'),
     ('cross_entropy: a vector\'s last logit written as its first', CROSS_ENTROPY,
-     '    convert_vector(vector_from_bits<T, kVec>(loaded), v);\n    Vector result;',
-     '    convert_vector(vector_from_bits<T, kVec>(loaded), v);\n    v[kVec - 1] = v[0];\n    Vector result;'),
+     '  convert_vector(vector_from_bits<T, kVec>(loaded), v);\n  AlignedVector<T, kVec> result;',
+     '  convert_vector(vector_from_bits<T, kVec>(loaded), v);\n  v[kVec - 1] = v[0];\n  AlignedVector<T, kVec> result;'),
+    ('cross_entropy, staged row: folded before the copies land', CROSS_ENTROPY,
+     '    mma::wait_copies<0>();\n    s = fold_staged_row', '    s = fold_staged_row'),
+    ('cross_entropy, staged row: a thread folds the vector another thread copied', CROSS_ENTROPY,
+     'fold_vector<T>(s, staged[k]);', 'fold_vector<T>(s, staged[k ^ 1]);'),
+    ('cross_entropy, staged row: the gradient written from the next vector\'s copy', CROSS_ENTROPY,
+     'store_vector<T>(staged[k], dst, k,', 'store_vector<T>(staged[k + (k + 1 < split.vectors)], dst, k,'),
 ]
 
 
