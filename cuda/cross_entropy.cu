@@ -80,14 +80,34 @@ constexpr int kScaleThreads = 256;
 constexpr int kCountThreads = 256;
 constexpr int64_t kMaxGrid = 4096;  // grid-stride loops beyond that
 
-// e^v, v <= 0 (an element minus its row's maximum; any v once that maximum is +inf, where the
-// sum is +inf whatever the other terms are). See the top of the file for float.
+// e^(v - shift) for elements measured against one shift (their row's maximum so far): v <= shift,
+// or any v once the maximum is +inf, where the sum is +inf whatever the other terms are. See the
+// top of the file for float: there v log2(e) - shift log2(e) is one fused multiply-add, the second
+// product taken once per shift (v - shift, then times log2(e), were two instructions an element).
 template <typename acc_t>
-__device__ __forceinline__ acc_t exp_of(acc_t v) {
+struct ShiftedExp {
+  acc_t shift;
+  acc_t shift_log2;  // shift * log2(e)
+  __device__ __forceinline__ explicit ShiftedExp(acc_t s) : shift(s), shift_log2(s * acc_t(kLog2e)) {}
+  __device__ __forceinline__ acc_t operator()(acc_t v) const {
+    if constexpr (std::is_same_v<acc_t, float>)
+      return fast_math::fast_exp2(fmaf(v, static_cast<float>(kLog2e), -shift_log2));
+    else
+      return exp(v - shift);
+  }
+  static constexpr double kLog2e = 1.44269504088896340736;
+};
+
+// `sum`, measured against the maximum `from`, measured against the larger `to`. In float by the
+// hardware's exp2 and a select: branched around where the maximum did not grow, as rescale()
+// does, some lane of each warp nearly always had a new maximum, so warps ran the precise expf
+// (11 instructions) for almost every vector. Equal maxima (both infinite included) keep the sum.
+template <typename acc_t>
+__device__ __forceinline__ acc_t rescaled(acc_t sum, acc_t from, acc_t to) {
   if constexpr (std::is_same_v<acc_t, float>)
-    return fast_math::fast_exp2(v * 1.44269504088896340736f);
+    return sum * (from == to ? 1.0f : fast_math::fast_exp2((from - to) * 1.44269504088896340736f));
   else
-    return exp(v);
+    return rescale(sum, from, to);
 }
 
 // ---- one row: where its vectors are ----
@@ -128,18 +148,21 @@ struct CombineRowStats {
 // that starts with -inf would otherwise compute exp(-inf - -inf) = NaN. Against 0 too once the
 // maximum is +inf, as logsumexp does on the CPU: the +inf element's term is then +inf, and so is
 // the row's sum and its lse, where exp(inf - inf) would make them NaN.
+// The sum of the elements is label smoothing's alone: without smoothing it is not taken (one
+// addition an element; the flag is the same for every thread of the launch).
 template <typename acc_t, int K>
-__device__ __forceinline__ void fold_values(RowStats<acc_t>& s, const acc_t (&v)[K]) {
+__device__ __forceinline__ void fold_values(RowStats<acc_t>& s, const acc_t (&v)[K], bool with_sum_x) {
   acc_t group_max = v[0];
 #pragma unroll
   for (int e = 1; e < K; ++e) group_max = fmax(group_max, v[e]);
   const acc_t max = fmax(s.max_sum.max, group_max);
-  const acc_t shift = isinf(max) ? acc_t(0) : max;
-  acc_t sum = rescale(s.max_sum.sum, s.max_sum.max, max);
+  const ShiftedExp<acc_t> exp_shifted(isinf(max) ? acc_t(0) : max);
+  acc_t sum = rescaled(s.max_sum.sum, s.max_sum.max, max);
 #pragma unroll
-  for (int e = 0; e < K; ++e) {
-    sum += exp_of(v[e] - shift);
-    s.sum_x += v[e];
+  for (int e = 0; e < K; ++e) sum += exp_shifted(v[e]);
+  if (with_sum_x) {
+#pragma unroll
+    for (int e = 0; e < K; ++e) s.sum_x += v[e];
   }
   s.max_sum = {max, sum};
 }
@@ -147,16 +170,16 @@ __device__ __forceinline__ void fold_values(RowStats<acc_t>& s, const acc_t (&v)
 // One element, and one vector held as its load's words (a predicated load into a vector of T
 // was merged into its registers 16 bits at a time, and each waited for the one before).
 template <typename T, typename acc_t>
-__device__ __forceinline__ void fold_element(RowStats<acc_t>& s, T x) {
+__device__ __forceinline__ void fold_element(RowStats<acc_t>& s, T x, bool with_sum_x) {
   const acc_t v[1] = {convert_element<acc_t>(x)};
-  fold_values(s, v);
+  fold_values(s, v, with_sum_x);
 }
 template <typename T, typename acc_t, typename Word>
-__device__ __forceinline__ void fold_vector(RowStats<acc_t>& s, const Word& loaded) {
+__device__ __forceinline__ void fold_vector(RowStats<acc_t>& s, const Word& loaded, bool with_sum_x) {
   constexpr int kVec = kElementsPer16Bytes<T>;
   acc_t v[kVec];
   convert_vector(vector_from_bits<T, kVec>(loaded), v);
-  fold_values(s, v);
+  fold_values(s, v, with_sum_x);
 }
 
 template <typename T>
@@ -165,11 +188,12 @@ using RowWord = typename VectorWord<static_cast<int>(sizeof(AlignedVector<T, kEl
 // This thread's share of the row's statistics: the head and tail elements one per thread, the
 // vectors every `threads`-th from `thread`, kUnroll loads at a time.
 template <typename T, typename acc_t = compute_t<T>>
-__device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int64_t n, int thread, int threads) {
+__device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int64_t n, int thread, int threads,
+                                                    bool with_sum_x) {
   using Word = RowWord<T>;
   RowStats<acc_t> s{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)};
   const RowSplit split = split_row(x, n);
-  if (thread < split.head) fold_element(s, x[thread]);
+  if (thread < split.head) fold_element(s, x[thread], with_sum_x);
   const Word* body = reinterpret_cast<const Word*>(x + split.head);
   for (int64_t k = thread; k < split.vectors; k += kUnroll * threads) {
     Word loaded[kUnroll];
@@ -178,10 +202,10 @@ __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int
       if (k + u * threads < split.vectors) loaded[u] = body[k + u * threads];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u)
-      if (k + u * threads < split.vectors) fold_vector<T>(s, loaded[u]);
+      if (k + u * threads < split.vectors) fold_vector<T>(s, loaded[u], with_sum_x);
   }
   const int64_t tail = split.head + split.vectors * kElementsPer16Bytes<T>;
-  if (tail + thread < n) fold_element(s, x[tail + thread]);  // the tail is shorter than a vector: one each
+  if (tail + thread < n) fold_element(s, x[tail + thread], with_sum_x);  // the tail is shorter than a vector: one each
   return s;
 }
 
@@ -207,12 +231,12 @@ __device__ __forceinline__ void stage_row(const T* x, RowSplit split, RowWord<T>
 template <typename T, typename acc_t = compute_t<T>>
 __device__ __forceinline__ RowStats<acc_t> fold_staged_row(const T* __restrict__ x, RowSplit split,
                                                            const RowWord<T>* staged, int64_t n, int thread,
-                                                           int threads) {
+                                                           int threads, bool with_sum_x) {
   RowStats<acc_t> s{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)};
-  if (thread < split.head) fold_element(s, x[thread]);
-  for (int64_t k = thread; k < split.vectors; k += threads) fold_vector<T>(s, staged[k]);
+  if (thread < split.head) fold_element(s, x[thread], with_sum_x);
+  for (int64_t k = thread; k < split.vectors; k += threads) fold_vector<T>(s, staged[k], with_sum_x);
   const int64_t tail = split.head + split.vectors * kElementsPer16Bytes<T>;
-  if (tail + thread < n) fold_element(s, x[tail + thread]);
+  if (tail + thread < n) fold_element(s, x[tail + thread], with_sum_x);
   return s;
 }
 
@@ -351,9 +375,9 @@ __global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMa
   RowStats<acc_t> s;
   if constexpr (kStaged) {
     mma::wait_copies<0>();
-    s = fold_staged_row(x, split, staged, n, me.thread, me.threads_per_row);
+    s = fold_staged_row(x, split, staged, n, me.thread, me.threads_per_row, a.smoothing != acc_t(0));
   } else {
-    s = fold_row(x, n, me.thread, me.threads_per_row);
+    s = fold_row(x, n, me.thread, me.threads_per_row, a.smoothing != acc_t(0));
   }
   s = row_allreduce<kWarpPerRow>(s, CombineRowStats<acc_t>{},
                                  RowStats<acc_t>{{acc_t(-INFINITY), acc_t(0)}, acc_t(0)}, partials);
@@ -372,12 +396,12 @@ __global__ void __launch_bounds__(kWarpPerRow ? kWarpsPerBlock * kWarpSize : kMa
   const acc_t weight = a.counted_rows == nullptr ? acc_t(1) : acc_t(1) / static_cast<acc_t>(*a.counted_rows);
   // As fold_values measured the terms, except for a +inf maximum: there the sum is +inf, and
   // against the maximum the row's probabilities are 0 and NaN (at the +inf) as on the CPU.
-  const acc_t shift = max == -INFINITY ? acc_t(0) : max;
+  const ShiftedExp<acc_t> exp_shifted(max == -INFINITY ? acc_t(0) : max);
   const acc_t probability_scale = weight / sum;
   const acc_t uniform = weight * a.smoothing / static_cast<acc_t>(n);
   const acc_t on_target = weight * (acc_t(1) - a.smoothing);
   auto gradient = [=](acc_t v, int64_t j) {
-    return exp_of(v - shift) * probability_scale - uniform - (j == target ? on_target : acc_t(0));
+    return exp_shifted(v) * probability_scale - uniform - (j == target ? on_target : acc_t(0));
   };
   if (kStaged && a.same_alignment)
     write_staged_row(x, split, staged, grad, n, me.thread, me.threads_per_row, gradient);

@@ -118,7 +118,11 @@ ROW_FAULTS = [
     ('cross_entropy, staged row: folded before the copies land', CROSS_ENTROPY,
      '    mma::wait_copies<0>();\n    s = fold_staged_row', '    s = fold_staged_row'),
     ('cross_entropy, staged row: a thread folds the vector another thread copied', CROSS_ENTROPY,
-     'fold_vector<T>(s, staged[k]);', 'fold_vector<T>(s, staged[k ^ 1]);'),
+     'fold_vector<T>(s, staged[k], with_sum_x);', 'fold_vector<T>(s, staged[k ^ 1], with_sum_x);'),
+    ('cross_entropy, staged row: the sum of x left out with label smoothing too', CROSS_ENTROPY,
+     'me.threads_per_row, a.smoothing != acc_t(0));\n  } else {', 'me.threads_per_row, false);\n  } else {'),
+    ('cross_entropy: a rescale keeps the sum when the maximum grows', CROSS_ENTROPY,
+     'sum * (from == to ? 1.0f :', 'sum * (from <= to ? 1.0f :'),
     ('cross_entropy, staged row: the gradient written from the next vector\'s copy', CROSS_ENTROPY,
      'store_vector<T>(staged[k], dst, k,', 'store_vector<T>(staged[k + (k + 1 < split.vectors)], dst, k,'),
 ]
