@@ -7,20 +7,23 @@
 //          pair ("online" softmax: the sum is rescaled whenever the maximum grows) and the row's
 //          sum of x (label smoothing's mean). One combine across the row's threads, then
 //          loss_i = max + log(sum) - (1 - eps) x_it - eps sum_x / C.
-//   pass 2 (when a gradient is wanted) reads the row again and writes
+//   pass 2 (when a gradient is wanted) takes the row again and writes
 //          grad_ij = w_i (exp(x_ij - max) / sum - (1 - eps) [j == t] - eps / C).
-// An ignored row reads nothing: its loss is 0 and its gradient row zeros.
+// An ignored row reads nothing it uses: its loss is 0 and its gradient row zeros.
 //
-// Why pass 2 reads the row again rather than keeping it. The rows that matter are long (a
-// vocabulary: 50304 bf16 = 100 KB a row): far more than registers hold (256 threads x 32
-// elements is 8192), and a copy in shared memory would cap an SM at two such rows while
-// costing a shared-memory write and read per element. Read again, the row comes from L2: a
-// long row has a block of up to 512 threads, two blocks an SM, so at most two rows are in flight
-// per SM, 264 on an H200's 132 SMs: 26 MB of bf16 rows of 50304, well within its L2. A short
-// row (a warp each) is back in L1 or L2 a few hundred cycles after its first read. So the
-// logits cross HBM once, the gradient once, and nothing else does: no float32 copy of the
-// logits, no softmax tensor. One kernel serves every row length (a warp per row up to
-// 4 vectors per lane, else a block), so each dtype compiles two kernels.
+// Where pass 2 takes the row from. The rows that matter are long (a vocabulary: 50304 bf16 =
+// 100 KB a row), far more than registers hold (256 threads x 32 elements is 8192). A block
+// (up to 512 threads, two blocks an SM) holds a row; where two such rows fit an SM's shared
+// memory (bf16 rows up to about 58000 classes on sm_90), each thread copies all of its
+// vectors of the row there at once by cp.async before anything else ("staged": the whole row
+// in one memory latency), folds them from there, and pass 2 reads them from there too. Longer
+// rows, and GPUs with less shared memory, read the row into registers kUnroll vectors at a time
+// and read it again for pass 2, from L2: at most two rows are in flight per SM, 264 on an
+// H200's 132 SMs, 26 MB of bf16 rows of 50304, well within its L2. A short row (a warp each) is
+// back in L1 or L2 a few hundred cycles after its first read. So the logits cross HBM once, the
+// gradient once, and nothing else does: no float32 copy of the logits, no softmax tensor.
+// Each dtype compiles three kernels: a warp per row (up to 4 vectors a lane), a block per row,
+// a block per staged row.
 //
 // Rows are C elements long, C anything: a row starts at a different offset from a 16-byte
 // boundary each (C = 50257 is odd). Each row is split into a head (the elements before its
@@ -71,8 +74,9 @@ constexpr int kMinBlockThreads = 64;
 // At most 512 threads a block, and at most 64 registers a thread so that two blocks fit an SM
 // (64K registers): while one block combines its row's statistics (a __syncthreads), the other
 // can keep loads in flight. (double's fold needs more than 64 registers: one block an SM.)
-// Measured, this was no faster than one block of 1024 threads an SM, and the kernel runs at
-// 0.56-0.59 of the copy rate either way, for a cause not yet found (docs/perf-notes.md).
+// (Measured on the register path, no faster than one block of 1024 threads an SM: the rows
+// waited on memory several times each either way, which the staged rows do once;
+// docs/perf-notes.md.)
 constexpr int kMaxBlockThreads = 512;
 template <typename T>
 constexpr int kBlocksPerSM = std::is_same_v<compute_t<T>, double> ? 1 : 2;
