@@ -83,5 +83,15 @@ __device__ __forceinline__ void convert_vector(const AlignedVector<From, N> v, T
   }
 }
 
+// A vector of N zeros of T (the rows and vectors a kernel writes without reading: masked out,
+// or ignored).
+template <typename T, int N>
+__device__ __forceinline__ AlignedVector<T, N> zero_vector() {
+  AlignedVector<T, N> zeros;
+#pragma unroll
+  for (int e = 0; e < N; ++e) zeros.values[e] = convert_element<T>(0.0f);
+  return zeros;
+}
+
 }  // namespace cuda
 }  // namespace minigrad

@@ -92,14 +92,13 @@ template <typename acc_t>
 struct ShiftedExp {
   acc_t shift;
   acc_t shift_log2;  // shift * log2(e)
-  __device__ __forceinline__ explicit ShiftedExp(acc_t s) : shift(s), shift_log2(s * acc_t(kLog2e)) {}
+  __device__ __forceinline__ explicit ShiftedExp(acc_t s) : shift(s), shift_log2(s * kLog2e<acc_t>) {}
   __device__ __forceinline__ acc_t operator()(acc_t v) const {
     if constexpr (std::is_same_v<acc_t, float>)
-      return fast_math::fast_exp2(fmaf(v, static_cast<float>(kLog2e), -shift_log2));
+      return fast_math::fast_exp2(fmaf(v, kLog2e<float>, -shift_log2));
     else
       return exp(v - shift);
   }
-  static constexpr double kLog2e = 1.44269504088896340736;
 };
 
 // `sum`, measured against the maximum `from`, measured against the larger `to`. In float by the
@@ -109,7 +108,7 @@ struct ShiftedExp {
 template <typename acc_t>
 __device__ __forceinline__ acc_t rescaled(acc_t sum, acc_t from, acc_t to) {
   if constexpr (std::is_same_v<acc_t, float>)
-    return sum * (from == to ? 1.0f : fast_math::fast_exp2((from - to) * 1.44269504088896340736f));
+    return sum * (from == to ? 1.0f : fast_math::fast_exp2((from - to) * kLog2e<float>));
   else
     return rescale(sum, from, to);
 }
@@ -315,10 +314,8 @@ template <typename T>
 __device__ __forceinline__ void zero_row(T* out, int64_t n, int thread, int threads) {
   constexpr int kVec = kElementsPer16Bytes<T>;
   using Vector = AlignedVector<T, kVec>;
-  const T zero = convert_element<T>(compute_t<T>(0));
-  Vector zeros;
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) zeros.values[e] = zero;
+  const Vector zeros = zero_vector<T, kVec>();
+  const T zero = zeros.values[0];
   const RowSplit split = split_row(out, n);
   if (thread < split.head) out[thread] = zero;
   Vector* dst = reinterpret_cast<Vector*>(out + split.head);

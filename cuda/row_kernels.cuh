@@ -58,6 +58,14 @@ __device__ __forceinline__ T row_allreduce(T value, Combine combine, T identity,
     return block_allreduce(value, combine, identity, shared);
 }
 
+// log2(e) and ln(2) in the row kernels' accumulation type: exp(v) = exp2(v log2(e)), and exp2 is
+// one instruction on the GPU (kernels/fast_math.h); a base-2 logarithm times ln(2) is a natural
+// one.
+template <typename acc_t>
+constexpr acc_t kLog2e = acc_t(1.44269504088896340736);
+template <typename acc_t>
+constexpr acc_t kLn2 = acc_t(0.69314718055994530942);
+
 // ---- the running (max, sum) pair of the online softmax kernels (softmax, softmax_dropout) ----
 // One read of a long row gives its maximum and the sum of exp(element - max): the sum is
 // rescaled whenever the maximum grows.

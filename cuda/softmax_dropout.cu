@@ -107,16 +107,9 @@ struct RowStart {
   __device__ bool visible(int64_t col) const { return col < visible_end; }
 };
 
-// log2(e): the register kernels hold logits times it, so that exp(v - m) is exp2 of the
-// scaled difference, one instruction (kernels/fast_math.h); ln(2) takes a base-2 log-sum-exp
-// back to natural units.
-template <typename acc_t>
-constexpr acc_t kLog2e = acc_t(1.44269504088896340736);
-template <typename acc_t>
-constexpr acc_t kLn2 = acc_t(0.69314718055994530942);
-
 // The factors of a logit l = (scale * x + mask) * unit, `unit` 1 for natural units, log2(e)
-// for base 2. vector_logits multiplies x by x_factor, and the caller multiplies what it
+// for base 2 (the register kernels hold logits in base 2, so that exp(v - m) is exp2 of the
+// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units). vector_logits multiplies x by x_factor, and the caller multiplies what it
 // returns by exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift):
 // when nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves
 // there (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
@@ -231,15 +224,6 @@ __device__ __forceinline__ KeepWords<kVec> vector_keep(const RowOptions& o, cons
 template <typename acc_t, int kVec>
 __device__ __forceinline__ acc_t keep_factor(const RowOptions& o, const KeepWords<kVec>& k, int e) {
   return k.kept(e, o.dropout.threshold) ? static_cast<acc_t>(o.keep_scale) : acc_t(0);
-}
-
-// The vector written where causality masks a whole vector out (P = 0 there).
-template <typename T, int kVec>
-__device__ __forceinline__ AlignedVector<T, kVec> zero_vector() {
-  AlignedVector<T, kVec> zeros;
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) zeros.values[e] = convert_element<T>(compute_t<T>(0));
-  return zeros;
 }
 
 // The vectors of its row a thread holds in the register kernels: the j-th starts at column(j)

@@ -527,14 +527,12 @@ inline cudaError_t get_device(int* device) {
   *device = 0;
   return cudaSuccess;
 }
-// The device attributes the host code asks for: the shared-memory opt-in the emulator allows
-// (kMaxShared) and an H100's SM count.
+// The device attribute the emulated host code asks for: the shared-memory opt-in the emulator
+// allows (kMaxShared). Any other is an error, so a new question gets an answer written here.
 inline cudaError_t device_get_attribute(int* value, cudaDeviceAttr attribute, int) {
-  switch (attribute) {
-    case cudaDevAttrMaxSharedMemoryPerBlockOptin: *value = static_cast<int>(kMaxShared); return cudaSuccess;
-    case cudaDevAttrMultiProcessorCount: *value = 132; return cudaSuccess;
-    default: return last_error = cudaErrorInvalidValue;
-  }
+  if (attribute != cudaDevAttrMaxSharedMemoryPerBlockOptin) return last_error = cudaErrorInvalidValue;
+  *value = static_cast<int>(kMaxShared);
+  return cudaSuccess;
 }
 inline cudaError_t func_set_attribute(const void* kernel, cudaFuncAttribute attribute, int value) {
   if (attribute != cudaFuncAttributeMaxDynamicSharedMemorySize) return cudaSuccess;
