@@ -50,6 +50,11 @@ std::vector<Options> options_for(int64_t rows, int64_t n, DType dtype) {
   // Bool mask with column 0 kept: no row fully masked, so the twin comparisons stay finite.
   Tensor keep = rand({rows, n}, kFloat64) < 0.7;
   keep = logical_or(keep, eq(arange(n, TensorOptions(kFloat64)), 0.0));
+  // Padding: row r keeps its first (r + 1) * n / (rows + 1) + 3 columns (at least one), so
+  // the kernels see vectors the mask hides wholly, in part and not at all.
+  std::vector<double> lengths;
+  for (int64_t r = 0; r < rows; ++r) lengths.push_back(static_cast<double>((r + 1) * n / (rows + 1) + 3));
+  const Tensor padding = lt(arange(n, TensorOptions(kFloat64)).view({1, n}), from_vector<double>(lengths, {rows, 1}));
   Tensor wide_keep = rand({rows, n + 1}, kFloat64) < 0.7;
   wide_keep = logical_or(wide_keep, eq(arange(n + 1, TensorOptions(kFloat64)), 1.0));
   return {
@@ -57,6 +62,7 @@ std::vector<Options> options_for(int64_t rows, int64_t n, DType dtype) {
       {"p 0.1", 0.1, std::nullopt, false, std::nullopt},
       {"p 0.5, scale", 0.5, std::nullopt, false, 0.125},
       {"bool mask", 0.1, keep, false, std::nullopt},
+      {"padding mask", 0.1, padding, false, std::nullopt},
       {"additive mask broadcast over rows", 0.1, randn({n}, dtype), false, 2.0},
       {"causal", 0.1, std::nullopt, true, std::nullopt},
       {"causal, bool mask", 0.2, keep, true, 0.5},

@@ -55,7 +55,7 @@ namespace {
 
 constexpr uint64_t kSeed = 0x5eed;
 
-enum class MaskKind { None, Bool, BoolBroadcast, BoolOddView, Additive, AdditiveOddView };
+enum class MaskKind { None, Bool, BoolBroadcast, BoolLengths, BoolOddView, Additive, AdditiveOddView };
 
 struct Case {
   const char* name;
@@ -78,6 +78,9 @@ const Case kCases[] = {
     {"bool mask in vectors", {2, 3, 1024}, 0.1, MaskKind::Bool, false, std::nullopt},
     {"bool padding mask [2, 1, n], in vectors", {2, 3, 1024}, 0.2, MaskKind::BoolBroadcast, false, std::nullopt},
     {"bool mask, a view at odd offsets", {2, 3, 1024}, 0.1, MaskKind::BoolOddView, false, std::nullopt},
+    {"padding of lengths n/2 + 3 and 0 (vectors hidden)", {2, 3, 1024}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
+    {"padding of lengths n/2 + 3 and 0, warp rows", {2, 5, 256}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
+    {"padding of lengths n/2 + 3 and 0, two-pass", {2, 2, 8200}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
     {"additive mask in vectors, scale 2", {2, 3, 512}, 0.1, MaskKind::Additive, false, 2.0},
     {"additive mask, a view at odd offsets", {2, 3, 512}, 0.1, MaskKind::AdditiveOddView, false, 0.5},
     {"causal square 64 x 64", {2, 64, 64}, 0.1, MaskKind::None, true, std::nullopt},
@@ -85,6 +88,7 @@ const Case kCases[] = {
     {"causal wide 6 x 2048 (block rows, most vectors skipped)", {1, 6, 2048}, 0.1, MaskKind::None, true, std::nullopt},
     {"causal wide 5 x 8200 (two-pass)", {1, 5, 8200}, 0.1, MaskKind::None, true, std::nullopt},
     {"causal with a bool padding mask", {2, 40, 512}, 0.2, MaskKind::BoolBroadcast, true, std::nullopt},
+    {"causal with padding of lengths n/2 + 3 and 0", {2, 40, 512}, 0.2, MaskKind::BoolLengths, true, std::nullopt},
     {"causal with an additive mask", {2, 40, 512}, 0.0, MaskKind::Additive, true, 0.25},
 };
 
@@ -101,6 +105,12 @@ std::optional<Tensor> make_mask(MaskKind kind, const Shape& sizes, DType dtype) 
       return logical_or(rand(sizes, kFloat64) < 0.7, first_column);
     case MaskKind::BoolBroadcast:
       return logical_or(rand({sizes[0], 1, n}, kFloat64) < 0.8, first_column);
+    case MaskKind::BoolLengths: {
+      // Batch 0 attends to its first n/2 + 3 columns (a vector in part, the rest hidden whole),
+      // batch 1 to none: its rows are fully masked (zeros forward and backward).
+      const Tensor lengths = from_vector<double>({static_cast<double>(n / 2 + 3), 0.0}, {2, 1, 1});
+      return lt(arange(n, TensorOptions(kFloat64)).view({1, 1, n}), lengths);
+    }
     case MaskKind::BoolOddView: {
       const Tensor wide = rand({sizes[1], n + 1}, kFloat64) < 0.7;
       return logical_or(wide.narrow(1, 1, n), first_column);  // a new tensor: narrowed again below
