@@ -55,7 +55,7 @@ namespace {
 
 constexpr uint64_t kSeed = 0x5eed;
 
-enum class MaskKind { None, Bool, BoolBroadcast, BoolLengths, BoolOddView, Additive, AdditiveOddView };
+enum class MaskKind { None, Bool, BoolBroadcast, BoolLengths, BoolLeftPadding, BoolOddView, Additive, AdditiveOddView };
 
 struct Case {
   const char* name;
@@ -81,6 +81,8 @@ const Case kCases[] = {
     {"padding of lengths n/2 + 3 and 0 (vectors hidden)", {2, 3, 1024}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
     {"padding of lengths n/2 + 3 and 0, warp rows", {2, 5, 256}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
     {"padding of lengths n/2 + 3 and 0, two-pass", {2, 2, 8200}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
+    {"left padding from columns 5 and n - 3", {2, 3, 1024}, 0.1, MaskKind::BoolLeftPadding, false, std::nullopt},
+    {"left padding from columns 5 and n - 3, warp rows", {2, 5, 256}, 0.1, MaskKind::BoolLeftPadding, false, 2.0},
     {"additive mask in vectors, scale 2", {2, 3, 512}, 0.1, MaskKind::Additive, false, 2.0},
     {"additive mask, a view at odd offsets", {2, 3, 512}, 0.1, MaskKind::AdditiveOddView, false, 0.5},
     {"causal square 64 x 64", {2, 64, 64}, 0.1, MaskKind::None, true, std::nullopt},
@@ -110,6 +112,12 @@ std::optional<Tensor> make_mask(MaskKind kind, const Shape& sizes, DType dtype) 
       // batch 1 to none: its rows are fully masked (zeros forward and backward).
       const Tensor lengths = from_vector<double>({static_cast<double>(n / 2 + 3), 0.0}, {2, 1, 1});
       return lt(arange(n, TensorOptions(kFloat64)).view({1, 1, n}), lengths);
+    }
+    case MaskKind::BoolLeftPadding: {
+      // Batch 1 attends to its last 3 columns only: the vector holding them starts with masked
+      // bytes (a whole first word of them for bfloat16's 8), and each of the 3 has P near 1/3.
+      const Tensor starts = from_vector<double>({5.0, static_cast<double>(n - 3)}, {2, 1, 1});
+      return ge(arange(n, TensorOptions(kFloat64)).view({1, 1, n}), starts);
     }
     case MaskKind::BoolOddView: {
       const Tensor wide = rand({sizes[1], n + 1}, kFloat64) < 0.7;
