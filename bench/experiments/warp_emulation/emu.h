@@ -392,9 +392,12 @@ inline void cp_async_wait_group(int pending) {
 
 // ---- warp collectives ----
 
-enum class Collective : int { Ldmatrix, Mma, Shuffle };
+enum class Collective : int { Ldmatrix, Mma, Shuffle, Syncwarp };
 inline const char* collective_name(Collective c) {
-  return c == Collective::Ldmatrix ? "ldmatrix" : c == Collective::Mma ? "mma.sync" : "__shfl_xor_sync";
+  return c == Collective::Ldmatrix ? "ldmatrix"
+         : c == Collective::Mma    ? "mma.sync"
+         : c == Collective::Shuffle ? "__shfl_xor_sync"
+                                    : "__syncwarp";
 }
 
 // Each lane writes its operands into the warp's table, waits for the other 31, then reads
@@ -518,6 +521,14 @@ inline T shfl_xor_sync(unsigned mask, T v, int lane_mask) {
   return out;
 }
 
+// __syncwarp() for a full warp: the lanes wait for each other (the fibers run one at a time, so
+// what a lane wrote before it is what the others read after).
+inline void syncwarp(unsigned mask = 0xffffffffu) {
+  WarpTable& table = begin_collective(Collective::Syncwarp, static_cast<int>(mask));
+  if (mask != 0xffffffffu) EMU_ERR("__syncwarp with mask %#x: only full warps are emulated", mask);
+  exchange(table);
+}
+
 // ---- the runtime calls the host side makes ----
 
 inline cudaError_t last_error = cudaSuccess;
@@ -633,6 +644,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_b
 #define blockDim (::emu::block_dim)
 #define __syncthreads() ::emu::syncthreads()
 #define __shfl_xor_sync(mask, v, lane_mask) ::emu::shfl_xor_sync((mask), (v), (lane_mask))
+#define __syncwarp(...) ::emu::syncwarp(__VA_ARGS__)
 // The device intrinsics the row kernels (cuda/block_reduce.cuh, cuda/convert.cuh) call.
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 inline float emu_uint_as_float(unsigned x) {

@@ -129,6 +129,12 @@ ROW_FAULTS = [
      'sum * (from == to ? 1.0f :', 'sum * (from <= to ? 1.0f :'),
     ('cross_entropy, staged row: the gradient written from the next vector\'s copy', CROSS_ENTROPY,
      'store_vector<T>(staged[k], dst, k,', 'store_vector<T>(staged[k + (k + 1 < split.vectors)], dst, k,'),
+    ('cross_entropy: the target\'s element written again with no barrier after the row\'s writes', CROSS_ENTROPY,
+     '  if constexpr (kWarpPerRow)\n    __syncwarp();\n  else\n    __syncthreads();\n  if (me.thread == 0 && target',
+     '  if (me.thread == 0 && target'),
+    ('cross_entropy: the target\'s term subtracted from the next column', CROSS_ENTROPY,
+     '    grad[target] = convert_element<T>(gradient(picked, target) - on_target);',
+     '    grad[target + (target + 1 < n)] = convert_element<T>(gradient(picked, target) - on_target);'),
 ]
 
 
