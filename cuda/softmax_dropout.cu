@@ -110,10 +110,11 @@ struct RowStart {
 
 // The factors of a logit l = (scale * x + mask) * unit, `unit` 1 for natural units, log2(e)
 // for base 2 (the register kernels hold logits in base 2, so that exp(v - m) is exp2 of the
-// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units). vector_logits multiplies x by x_factor, and the caller multiplies what it
-// returns by exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift):
-// when nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves
-// there (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
+// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units).
+// vector_logits multiplies x by x_factor, and the caller multiplies what it returns by
+// exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift): when
+// nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves there
+// (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
 // Otherwise it is applied to x (exponent_factor 1).
 template <typename acc_t>
 struct LogitUnits {
@@ -166,7 +167,8 @@ __device__ __forceinline__ VectorMask<kVec> vector_mask(const RowOptions& o, con
   VectorMask<kVec> m = VectorMask<kVec>::kept();
   if (o.mask_kind == MaskKind::Bool && o.mask_vector_alignment >= kVec) {
     // mask_step is 1 here: column `col` of the row is byte `col` of its mask row.
-    const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(static_cast<const uint8_t*>(o.mask) + s.mask_offset + col);
+    const uint8_t* row_mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset;
+    const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(row_mask + col);
     memcpy(m.words, &bytes, sizeof(bytes));
   }
   return m;
@@ -567,8 +569,8 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   auto gradient_terms = [&](int64_t k, dropout_bits::MaskCursor& cursor, acc_t(&dp)[kVec], acc_t(&p)[kVec]) {
     acc_t dy[kVec];
     convert_vector(g_in[k], dy);
-    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], vector_mask<kVec>(options, start, k * kVec),
-                               k * kVec, p);
+    const VectorMask<kVec> bool_mask = vector_mask<kVec>(options, start, k * kVec);
+    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], bool_mask, k * kVec, p);
     KeepWords<kVec> keep;
     if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
