@@ -29,10 +29,9 @@
 // Causal rows: the vectors wholly right of the diagonal are neither loaded nor computed, and
 // their y and dx are written as zeros, which is what computing them gives (P = 0 there): for a
 // square score matrix the forward moves a quarter fewer bytes (half of x is not read) and the
-// backward a third fewer (half of x and of dy). So are the vectors a bool mask hides wholly
-// (the tail of a padding mask's rows): the register kernels read the mask before x. One
-// difference from the composite twin: a NaN or infinite dy at a masked element is not read,
-// where the twin's 0 * dy would make it NaN.
+// backward a third fewer (half of x and of dy). One difference
+// from the composite twin: a NaN or infinite dy at a masked element is not read, where the
+// twin's 0 * dy would make it NaN.
 //
 // The dropout of an element is decided by its index in the caller's x (kernels/dropout.h),
 // one Philox call per group of 8 consecutive indices (dropout_bits::MaskCursor): with the
@@ -110,11 +109,10 @@ struct RowStart {
 
 // The factors of a logit l = (scale * x + mask) * unit, `unit` 1 for natural units, log2(e)
 // for base 2 (the register kernels hold logits in base 2, so that exp(v - m) is exp2 of the
-// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units).
-// vector_logits multiplies x by x_factor, and the caller multiplies what it returns by
-// exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift): when
-// nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves there
-// (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
+// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units). vector_logits multiplies x by x_factor, and the caller multiplies what it
+// returns by exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift):
+// when nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves
+// there (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
 // Otherwise it is applied to x (exponent_factor 1).
 template <typename acc_t>
 struct LogitUnits {
@@ -129,60 +127,13 @@ struct LogitUnits {
   }
 };
 
-// The bool mask of the kVec elements of a vector (a bool is a byte, nonzero for true), read in
-// one load where the mask's rows allow vectors (RowOptions::mask_vector_alignment); every
-// element kept otherwise (no mask, an additive one, or a bool mask read an element at a time
-// by vector_logits). The register kernels read it before x: a vector it hides wholly is then
-// neither loaded nor computed, as one causality hides, and one it keeps wholly skips the
-// per-element select. A padding mask is nearly all such vectors.
-template <int kVec>
-struct VectorMask {
-  static constexpr int kWords = (kVec + 3) / 4;
-  // The kVec bytes; bytes past them (kVec < 4) are 1, as if kept.
-  uint32_t words[kWords];
-  __device__ static VectorMask kept() {
-    VectorMask m;
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) m.words[i] = 0x01010101u;
-    return m;
-  }
-  __device__ bool keeps(int e) const { return (words[e / 4] & (0xffu << (8 * (e % 4)))) != 0u; }
-  __device__ bool keeps_all() const {
-    bool any_zero_byte = false;  // the classic test: a byte of w is 0 iff (w - 0x01..) & ~w has its top bit
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) any_zero_byte |= ((words[i] - 0x01010101u) & ~words[i] & 0x80808080u) != 0u;
-    return !any_zero_byte;
-  }
-  __device__ bool hides_all() const {
-    uint32_t any = 0;
-#pragma unroll
-    for (int i = 0; i < kWords; ++i) any |= words[i];
-    if constexpr (kVec < 4) any &= (1u << (8 * kVec)) - 1u;  // not the padding
-    return any == 0u;
-  }
-};
-
-template <int kVec>
-__device__ __forceinline__ VectorMask<kVec> vector_mask(const RowOptions& o, const RowStart& s, int64_t col) {
-  VectorMask<kVec> m = VectorMask<kVec>::kept();
-  if (o.mask_kind == MaskKind::Bool && o.mask_vector_alignment >= kVec) {
-    // mask_step is 1 here: column `col` of the row is byte `col` of its mask row.
-    const uint8_t* row_mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset;
-    const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(row_mask + col);
-    memcpy(m.words, &bytes, sizeof(bytes));
-  }
-  return m;
-}
-
 // x_factor * x + unit * mask of the kVec elements of a vector starting at column `col`, -inf
-// where masked out, from the vector's bits as loaded (a VectorWord, or the vector itself) and
-// its bool mask as vector_mask read it. The options are the same for every element of every
-// row: each is tested once a vector, not once an element. Callers call it for visible vectors
-// only (RowStart::visible).
+// where masked out, from the vector's bits as loaded (a VectorWord, or the vector itself). The
+// options are the same for every element of every row: each is tested once a vector, not once
+// an element. Callers call it for visible vectors only (RowStart::visible).
 template <typename T, typename acc_t, int kVec, typename Bits>
 __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStart& s, const LogitUnits<acc_t>& units,
-                                              const Bits& x, const VectorMask<kVec>& bool_mask, int64_t col,
-                                              acc_t (&v)[kVec]) {
+                                              const Bits& x, int64_t col, acc_t (&v)[kVec]) {
   convert_vector(vector_from_bits<T, kVec>(x), v);
   if (units.x_factor != acc_t(1)) {
 #pragma unroll
@@ -201,14 +152,26 @@ __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStar
       for (int e = 0; e < kVec; ++e) v[e] += units.unit * convert_element<acc_t>(mask[e * o.mask_step]);
     }
   } else if (o.mask_kind == MaskKind::Bool) {
+    const uint8_t* row_mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset;
     if (mask_vectors) {
-      if (!bool_mask.keeps_all()) {
+      // kVec bools in one load (mask_step is 1 here), each tested in its word, unless no byte
+      // is 0: a padding mask keeps most vectors whole.
+      const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(row_mask + col);
+      constexpr int kWords = (kVec + 3) / 4;
+      uint32_t words[kWords];
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) words[i] = 0x01010101u;  // bytes past kVec: kept
+      memcpy(words, &bytes, sizeof(bytes));
+      bool any_zero_byte = false;  // a byte of w is 0 iff (w - 0x01..01) & ~w has its top bit set
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) any_zero_byte |= ((words[i] - 0x01010101u) & ~words[i] & 0x80808080u) != 0u;
+      if (any_zero_byte) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e)
-          if (!bool_mask.keeps(e)) v[e] = -INFINITY;
+          if ((words[e / 4] & (0xffu << (8 * (e % 4)))) == 0u) v[e] = -INFINITY;
       }
     } else {
-      const uint8_t* mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset + col * o.mask_step;
+      const uint8_t* mask = row_mask + col * o.mask_step;
 #pragma unroll
       for (int e = 0; e < kVec; ++e)
         if (mask[e * o.mask_step] == 0) v[e] = -INFINITY;
@@ -275,38 +238,18 @@ __device__ __forceinline__ acc_t keep_factor(const RowOptions& o, const KeepWord
 
 // The vectors of its row a thread holds in the register kernels: the j-th starts at column(j)
 // (vectors t, t + threads_per_row, ... of the row for thread t). One is live when it lies in
-// the row and neither causality nor a bool mask hides all of it; the others are neither loaded
-// nor computed, and are written as zeros. The constructor reads the bool mask of the vectors
-// in the row (vector_mask), before any load of x, and keeps a bit a vector: the few the mask
-// hides in part read it again for their select (mask(j), from L1), where holding their bytes
-// until then made the backward spill.
-template <bool kWarpPerRow, int kVec, int kVectorsPerThread>
+// the row and causality leaves some of it; the others are neither loaded nor computed, and
+// are written as zeros.
+template <bool kWarpPerRow, int kVec>
 struct HeldVectors {
   const RowThread<kWarpPerRow>& me;
   const RowStart& start;
-  const RowOptions& options;
   int64_t n;
-  uint32_t live_bits = 0;          // bit j: vector j is live
-  uint32_t partly_masked_bits = 0;  // bit j: the bool mask hides some of vector j, not all
-  __device__ HeldVectors(const RowThread<kWarpPerRow>& me_, const RowStart& start_, const RowOptions& o, int64_t n_)
-      : me(me_), start(start_), options(o), n(n_) {
-#pragma unroll
-    for (int j = 0; j < kVectorsPerThread; ++j) {
-      if (in_row(j) && start.visible(column(j))) {
-        const VectorMask<kVec> m = vector_mask<kVec>(options, start, column(j));
-        if (!m.hides_all()) live_bits |= 1u << j;
-        if (!m.keeps_all()) partly_masked_bits |= 1u << j;
-      }
-    }
-  }
   __device__ int64_t column(int j) const {
     return (static_cast<int64_t>(j) * me.threads_per_row + me.thread) * kVec;
   }
   __device__ bool in_row(int j) const { return column(j) < n; }
-  __device__ bool live(int j) const { return (live_bits >> j) & 1u; }
-  __device__ VectorMask<kVec> mask(int j) const {
-    return (partly_masked_bits >> j) & 1u ? vector_mask<kVec>(options, start, column(j)) : VectorMask<kVec>::kept();
-  }
+  __device__ bool live(int j) const { return in_row(j) && start.visible(column(j)); }
 };
 
 // Elements a thread of the register kernels holds, at most (row_kernels.cuh's launch_for_rows
@@ -341,7 +284,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   if (me.row >= rows) return;  // a whole warp (the block holds whole rows): the combines see all threads
   const RowStart start(options, me.row);
   const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
-  const HeldVectors<kWarpPerRow, kVec, kVectorsPerThread> held(me, start, options, n);
+  const HeldVectors<kWarpPerRow, kVec> held{me, start, n};
 
   // Held as the loads' words: loaded into a vector of T, a predicated load was merged into
   // its registers 16 bits at a time, and the loads waited on each other.
@@ -362,7 +305,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (held.live(j)) {
-      vector_logits<T>(options, start, base2, loaded[j], held.mask(j), held.column(j), v[j]);
+      vector_logits<T>(options, start, base2, loaded[j], held.column(j), v[j]);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[j][e]);
     }
@@ -426,7 +369,7 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
   MaxSum<acc_t> state{-INFINITY, 0};
   for (int64_t k = threadIdx.x; k < vectors && start.visible(k * kVec); k += blockDim.x) {
     acc_t logits[kVec];
-    vector_logits<T>(options, start, natural, in[k], vector_mask<kVec>(options, start, k * kVec), k * kVec, logits);
+    vector_logits<T>(options, start, natural, in[k], k * kVec, logits);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) state = fold(state, logits[e]);
   }
@@ -442,7 +385,7 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
       KeepWords<kVec> keep;
       if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
       acc_t logits[kVec];
-      vector_logits<T>(options, start, natural, in[k], vector_mask<kVec>(options, start, k * kVec), k * kVec, logits);
+      vector_logits<T>(options, start, natural, in[k], k * kVec, logits);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         const acc_t p = all_masked ? acc_t(0) : exp(logits[e] - state.max) * inverse_sum;
@@ -462,9 +405,8 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
 template <typename T, typename acc_t, int kVec, typename Bits>
 __device__ __forceinline__ void recompute_probabilities(const RowOptions& o, const RowStart& s,
                                                         const LogitUnits<acc_t>& base2, acc_t log_sum_exp2,
-                                                        const Bits& x, const VectorMask<kVec>& bool_mask,
-                                                        int64_t col, acc_t (&p)[kVec]) {
-  vector_logits<T>(o, s, base2, x, bool_mask, col, p);
+                                                        const Bits& x, int64_t col, acc_t (&p)[kVec]) {
+  vector_logits<T>(o, s, base2, x, col, p);
 #pragma unroll
   for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(fma(p[e], base2.exponent_factor, -log_sum_exp2));
 }
@@ -493,7 +435,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
   const acc_t log_sum_exp2 = log_sum_exp[me.row] * kLog2e<acc_t>;
   // As in the forward: the vectors that are not live have P = 0, so their dx is 0 and neither
   // their x nor their dy is read.
-  const HeldVectors<kWarpPerRow, kVec, kVectorsPerThread> held(me, start, options, n);
+  const HeldVectors<kWarpPerRow, kVec> held{me, start, n};
   dropout_bits::MaskCursor cursor(options.dropout);
 
   // Held as the loads' words (see the forward).
@@ -519,8 +461,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (held.live(j)) {
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], held.mask(j), held.column(j),
-                                 p[j]);
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], held.column(j), p[j]);
       acc_t g[kVec];
       convert_vector(vector_from_bits<T, kVec>(dy[j]), g);
 #pragma unroll
@@ -569,8 +510,7 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   auto gradient_terms = [&](int64_t k, dropout_bits::MaskCursor& cursor, acc_t(&dp)[kVec], acc_t(&p)[kVec]) {
     acc_t dy[kVec];
     convert_vector(g_in[k], dy);
-    const VectorMask<kVec> bool_mask = vector_mask<kVec>(options, start, k * kVec);
-    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], bool_mask, k * kVec, p);
+    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
     KeepWords<kVec> keep;
     if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
