@@ -76,9 +76,9 @@ __global__ void convert_contiguous_kernel(Dst* __restrict__ dst, const Src* __re
 }
 
 // dst[i] = src[i] converted, for i in [0, n) of the layout's shape (operand 0: dst, 1: src).
-// Each element costs a division per merged dim beyond the first: a transpose or a row
-// broadcast into a matrix runs at about 1.1 TB/s on an H200 (the elementwise engine's row
-// walk, cuda/elementwise.cuh, avoids the division).
+// Each element costs a division per merged dim beyond the first (a multiply-high and a shift,
+// kernels/index_divisor.h) and 64-bit offset arithmetic; the elementwise engine's row walk
+// (cuda/elementwise.cuh) finds a row's start once and steps along it instead.
 template <typename Dst, typename Src>
 __global__ void copy_kernel(Dst* dst, const Src* src, int64_t n, StridedLayout<2> layout) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;

@@ -97,7 +97,7 @@ constexpr int vector_width() {
 // dims are stored innermost first (outer_sizes[0] is the dim just before the columns).
 struct Rows {
   int outer_ndim = 0;
-  int64_t outer_sizes[kMaxDims] = {};  // innermost first
+  IndexDivisor outer_sizes[kMaxDims];  // innermost first
   int64_t count = 1;         // the number of rows: the product of outer_sizes
   int64_t columns = 1;       // the elements of a row
   int row_shift = 0;         // 2^row_shift threads share a row: at most kThreads
@@ -135,8 +135,8 @@ __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t 
 #pragma unroll
   for (int d = 0; d + 1 < kOuterDims; ++d) {
     if (d + 1 >= rows.outer_ndim) break;  // the outermost dim takes what is left
-    const int64_t quotient = divide_index(row, rows.outer_sizes[d]);
-    c.index[d] = row - quotient * rows.outer_sizes[d];
+    const int64_t quotient = rows.outer_sizes[d].divide(row);
+    c.index[d] = row - quotient * rows.outer_sizes[d].value();
     c.index[d + 1] = quotient;
     row = quotient;
   }
@@ -376,7 +376,7 @@ Operand<T> make_operand(void* data, const StridedLayout<kOperands>& layout, int 
 template <int kOperands>
 bool rows_allow_vectors(const StridedLayout<kOperands>& layout, const std::array<const void*, kOperands>& data,
                         const std::array<size_t, kOperands>& element_sizes, int outputs, int n) {
-  if (layout.ndim == 0 || layout.sizes[layout.ndim - 1] < n) return false;
+  if (layout.ndim == 0 || layout.sizes[layout.ndim - 1].value() < n) return false;
   for (int k = 0; k < kOperands; ++k) {
     const int64_t column_stride = layout.strides[k][layout.ndim - 1];
     if (k >= outputs && column_stride == 0) continue;
@@ -446,10 +446,10 @@ struct Launcher {
     Rows rows;
     if (layout.ndim > 0) {
       rows.outer_ndim = layout.ndim - 1;
-      rows.columns = layout.sizes[layout.ndim - 1];
+      rows.columns = layout.sizes[layout.ndim - 1].value();
       for (int d = 0; d < rows.outer_ndim; ++d) {
         rows.outer_sizes[d] = layout.sizes[rows.outer_ndim - 1 - d];
-        rows.count *= rows.outer_sizes[d];
+        rows.count *= rows.outer_sizes[d].value();
       }
     }
     const int slots_per_thread = vectorized ? kSlotsPerThread<kVector> : kSlotsPerThread<1>;

@@ -101,7 +101,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(E* out, const E* x, co
 struct ScatterGeometry {
   int ndim = 0;
   int dim = 0;
-  int64_t sizes[kMaxDims] = {};        // self's and out's
+  IndexDivisor sizes[kMaxDims];        // self's and out's
   int64_t index_sizes[kMaxDims] = {};  // no larger than sizes off dim (checked by the op)
   int64_t self_strides[kMaxDims] = {};
   int64_t index_strides[kMaxDims] = {};
@@ -117,8 +117,8 @@ __global__ void __launch_bounds__(kThreads) scatter_kernel(Elem* out, const Elem
     int64_t coord[kMaxDims];
     int64_t rest = o;
     for (int d = g.ndim - 1; d >= 0; --d) {
-      const int64_t q = divide_index(rest, g.sizes[d]);
-      coord[d] = rest - q * g.sizes[d];
+      const int64_t q = g.sizes[d].divide(rest);
+      coord[d] = rest - q * g.sizes[d].value();
       rest = q;
     }
     int64_t self_off = 0, index_off = 0, src_off = 0;
@@ -290,7 +290,7 @@ void scatter(const Tensor& self, int64_t dim, const Tensor& index, const Tensor&
   g.ndim = static_cast<int>(self.dim());
   g.dim = static_cast<int>(dim);
   for (int d = 0; d < g.ndim; ++d) {
-    g.sizes[d] = self.size(d);
+    g.sizes[d] = IndexDivisor(self.size(d));
     g.index_sizes[d] = index.size(d);
     g.self_strides[d] = self.stride(d);
     g.index_strides[d] = index.stride(d);

@@ -76,7 +76,8 @@ struct RowOptions {
   // row's mask start and the mask's pointer are multiples of it and mask_step is 1 (0 when
   // mask_step is not 1). Then a vector of x's row meets one vector of the mask.
   int mask_vector_alignment = 0;
-  int64_t causal_rows = 0;  // x.size(-2) when causal, else 0
+  bool is_causal = false;
+  IndexDivisor causal_rows;  // x.size(-2) when causal
   double scale = 1.0;
   bool drop = false;
   dropout_bits::Mask dropout;
@@ -100,7 +101,7 @@ struct RowStart {
       mask_offset = offsets[0];
       index = offsets[1];
     }
-    visible_end = o.causal_rows > 0 ? row - divide_index(row, o.causal_rows) * o.causal_rows + 1 : INT64_MAX;
+    visible_end = o.is_causal ? row - o.causal_rows.divide(row) * o.causal_rows.value() + 1 : INT64_MAX;
   }
   // Whether the vector of kVec elements starting at column `col` has an element causality
   // leaves: the kernels neither load nor compute the others, which are all -inf logits.
@@ -572,7 +573,8 @@ RowOptions row_options(const SoftmaxDropoutRows& rows, const char* op) {
       o.mask_vector_alignment = alignment;
     }
   }
-  o.causal_rows = rows.is_causal ? rows.sizes[dims - 2] : 0;
+  o.is_causal = rows.is_causal;
+  if (rows.is_causal) o.causal_rows = IndexDivisor(rows.sizes[dims - 2]);
   o.scale = rows.scale;
   o.drop = rows.drop;
   o.dropout = rows.dropout;

@@ -9,14 +9,16 @@
 // Before launching, make_strided_layout merges dims the operands all step through as one
 // (size-1 dims vanish; [a, b] with stride b*s and s merges into [a*b] with stride s), so
 // a contiguous tensor is one dim whatever its rank, a transposed matrix two, and each merged
-// dim saves the kernel an integer division per element (the GPU has no divider: a 32-bit
-// division is a software routine of about 20 instructions, a 64-bit one several dozen).
+// dim saves the kernel an integer division per element. The divisions that remain are by
+// sizes the host knows: each size comes with its multiplier (kernels/index_divisor.h), so a
+// division is three instructions, not the GPU's software routine of about 20.
 #include <array>
 #include <cstdint>
 
 #include <minigrad/core/error.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/core/tensor.h>
+#include <minigrad/kernels/index_divisor.h>
 
 namespace minigrad {
 namespace cuda {
@@ -26,18 +28,10 @@ namespace cuda {
 // has more is refused.
 constexpr int kMaxDims = 8;
 
-// a / b for an index a >= 0 and a size b > 0, in 32 bits when both fit (nearly always):
-// int64 indexing then costs a test, not a 64-bit division. The one index division of
-// cuda/: the layouts here and the elementwise engine's rows (cuda/elementwise.cuh) use it.
-__device__ __forceinline__ int64_t divide_index(int64_t a, int64_t b) {
-  if (((a | b) >> 32) == 0) return static_cast<uint32_t>(a) / static_cast<uint32_t>(b);
-  return a / b;
-}
-
 template <int N>
 struct StridedLayout {
   int ndim = 0;
-  int64_t sizes[kMaxDims] = {};
+  IndexDivisor sizes[kMaxDims];  // each dim's size, and how to divide by it
   int64_t strides[N][kMaxDims] = {};
 
   // True when every operand is a plain run of elements: the linear index is the offset.
@@ -53,8 +47,8 @@ struct StridedLayout {
   __device__ __forceinline__ void offsets(int64_t linear, int64_t (&off)[N]) const {
     for (int k = 0; k < N; ++k) off[k] = 0;
     for (int d = ndim - 1; d > 0; --d) {
-      const int64_t quotient = divide_index(linear, sizes[d]);
-      const int64_t coord = linear - quotient * sizes[d];
+      const int64_t quotient = sizes[d].divide(linear);
+      const int64_t coord = linear - quotient * sizes[d].value();
       linear = quotient;
       for (int k = 0; k < N; ++k) off[k] += coord * strides[k][d];
     }
@@ -69,6 +63,7 @@ template <int N>
 StridedLayout<N> make_strided_layout(const Shape& sizes, const std::array<const int64_t*, N>& strides,
                                      const char* op) {
   StridedLayout<N> layout;
+  int64_t merged[kMaxDims] = {};
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 1) continue;  // never stepped through: any stride will do
     if (layout.ndim > 0) {
@@ -76,7 +71,7 @@ StridedLayout<N> make_strided_layout(const Shape& sizes, const std::array<const 
       bool merges = true;
       for (int k = 0; k < N; ++k) merges = merges && layout.strides[k][last] == strides[k][d] * sizes[d];
       if (merges) {
-        layout.sizes[last] *= sizes[d];
+        merged[last] *= sizes[d];
         for (int k = 0; k < N; ++k) layout.strides[k][last] = strides[k][d];
         continue;
       }
@@ -84,10 +79,11 @@ StridedLayout<N> make_strided_layout(const Shape& sizes, const std::array<const 
     MG_CHECK(layout.ndim < kMaxDims,
              "{}: the CUDA kernels index at most {} dims after merging; this shape {} with its strides needs more",
              op, kMaxDims, shape_str(sizes));
-    layout.sizes[layout.ndim] = sizes[d];
+    merged[layout.ndim] = sizes[d];
     for (int k = 0; k < N; ++k) layout.strides[k][layout.ndim] = strides[k][d];
     ++layout.ndim;
   }
+  for (int d = 0; d < layout.ndim; ++d) layout.sizes[d] = IndexDivisor(merged[d]);
   return layout;
 }
 
