@@ -1,14 +1,14 @@
 // scaled_dot_product_attention on tensor cores: FlashAttention-2's algorithm (ops/attention.cpp
 // explains it on the CPU, with the same names), never storing a [Sq, Sk] score matrix.
 //
-// Three kernels and a small one, each a grid of 4-warp blocks, each warp owning 16 rows (the
-// rows of one mma tile, cuda/mma.cuh) of the 64 its block owns:
+// Three kernels and a small one, each a grid of blocks of 4 warps (grad_kv: GradKvShape's), each
+// warp owning 16 rows (the rows of one mma tile, cuda/mma.cuh) of the 64 its block owns:
 //
 //   forward   a block owns 64 query rows of one head and walks its keys 64 at a time:
 //             S = Q K^T, the online softmax in registers, O += P V. Writes O and L, the rows'
 //             log-sum-exp (float32).
 //   delta     D_i = dO_i . O_i, a warp per query row (the backward's one preprocessing pass).
-//   grad_kv   a block owns 64 keys of one key/value head and walks the queries of every query
+//   grad_kv   a block owns 64 keys (or 128) of one key/value head and walks the queries of every query
 //             head that reads them (grouped-query attention), 32 at a time, computing the
 //             scores transposed so that keys are its rows:
 //               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
@@ -38,14 +38,16 @@
 //
 // Masks: positions past the ends of Sq and Sk, is_causal (key j > query i masked out) and the
 // attn_mask (bool, or additive of q's dtype, read at its broadcast strides) are applied to a
-// tile only when the tile has any of them (a per-tile, block-uniform test); inside a clean
+// tile only when the tile has any of them (a test per tile, the same for all of a warp's lanes); inside a clean
 // tile a score is just scaled. Dropout keys score (b, h, i, j) by its index in the row-major
 // [B, Hq, Sq, Sk] order, as softmax_dropout keys its input (kernels/dropout.h): the mask is
 // regenerated in the backward, never stored.
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
-// 4 instantiations of each kernel, 8 of grad_kv (with and without the atomic dQ). Everything
-// else is a runtime value, so the options do not multiply the build.
+// 4 instantiations of each kernel, 8 of grad_kv (with and without the atomic dQ). The tile
+// shapes (ForwardShape, GradKvShape) are constants, which only the experiments under
+// bench/experiments/ vary. Everything else is a runtime value, so the options do not multiply
+// the build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -105,7 +107,7 @@ struct Params {
   dropout_bits::Mask dropout;
   float keep_scale;
 
-  __device__ int kv_heads() const { return q_heads / group; }
+  __host__ __device__ int kv_heads() const { return q_heads / group; }
   // Query row i of head bh = b * Hq + h in [B, Hq, Sq] (O, L, D, dQ).
   __device__ int64_t query_row(int bh, int i) const { return static_cast<int64_t>(bh) * q_len + i; }
   __device__ uint64_t score_index(int b, int h, int i, int j) const {
@@ -210,17 +212,17 @@ __device__ void keep_factors(const Params& p, uint64_t index, float& first, floa
 }
 
 // Rows row0 .. row0 + kRows - 1 of one head (rows `row_stride` apart) into a swizzled tile by
-// cp.async, zeros for rows at or past `end`. Thread t copies chunk t % (kD / 8) of row
-// t / (kD / 8) and of every kRowsPerPass-th row after it: its source advances by a fixed
-// stride and its destination's swizzle never changes (kRowsPerPass is a multiple of 8). A
-// whole tile, every tile but a head's last, tests no rows: a copy is a 64-bit add and the
-// cp.async.
-template <int kD, int kRows>
+// cp.async, zeros for rows at or past `end`, by the kBlockThreads threads of the block. Thread
+// t copies chunk t % (kD / 8) of row t / (kD / 8) and of every kRowsPerPass-th row after it:
+// its source advances by a fixed stride and its destination's swizzle never changes
+// (kRowsPerPass is a multiple of 8). A whole tile, every tile but a head's last, tests no
+// rows: a copy is a 64-bit add and the cp.async.
+template <int kD, int kRows, int kBlockThreads = kThreads>
 __device__ void load_rows_async(uint16_t* tile, const uint16_t* head, int64_t row_stride, int row0, int end) {
   constexpr int kChunksPerRow = kD / mma::kChunkElements;
-  constexpr int kRowsPerPass = kThreads / kChunksPerRow;
+  constexpr int kRowsPerPass = kBlockThreads / kChunksPerRow;
   constexpr int kPasses = kRows / kRowsPerPass;
-  static_assert(kThreads % kChunksPerRow == 0 && kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0,
+  static_assert(kBlockThreads % kChunksPerRow == 0 && kRowsPerPass % 8 == 0 && kRows % kRowsPerPass == 0,
                 "the block's threads copy whole rows, 8 rows apart");
   const int r = threadIdx.x / kChunksPerRow, col = threadIdx.x % kChunksPerRow * mma::kChunkElements;
   uint16_t* const dst = tile + mma::swizzled<kD>(r, col);
@@ -492,12 +494,23 @@ __global__ void __launch_bounds__(kThreads) attention_delta_kernel(const Params 
   if (threadIdx.x % 32 == 0) p.delta[row] = sum;
 }
 
-template <int kD, bool kAtomicDq>
+// grad_kv's block for head dim kD: kWarps warps, each owning 16 keys (the block kWarps * 16).
+// The block's size sets how often dQ is added to in the atomic mode: every step adds its
+// share of [32 queries x kD] once a block, so a head's adds number (its keys / block keys)
+// x (its queries x kD): 128-key blocks make half the atomic traffic of 64-key blocks, at the
+// price of one 8-warp block an SM where two 4-warp blocks fit (about 240 registers a thread
+// either way). bench/experiments/flash_backward_shapes.cu times both (docs/perf-notes.md).
+template <int kD>
+struct GradKvShape {
+  static constexpr int kWarps = 4;
+};
+
+template <int kD, bool kAtomicDq, int kKeys>
 constexpr int grad_kv_shared_bytes() {
   // K and V; then two stages of Q and dO, and of the queries' L (log2 domain) and D; then,
   // for the atomic dQ, a step's scale * dS with queries as rows.
-  return 2 * kBlockRows * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4) +
-         (kAtomicDq ? kQueriesPerStep * kBlockRows * 2 : 0);
+  return 2 * kKeys * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4) +
+         (kAtomicDq ? kQueriesPerStep * kKeys * 2 : 0);
 }
 
 // at[0] += first, at[1] += second (at 8-byte aligned), atomically. Hopper adds a float2 in
@@ -513,18 +526,17 @@ __device__ __forceinline__ void atomic_add_pair(float* at, float first, float se
 }
 
 // The atomic mode's share of dQ of a grad_kv step: rows q0 .. q0 + 31 of query head bh
-// += (scale dS) K over the block's 64 keys, added into p.grad_q_sum. ds_tile holds scale dS
-// [32 queries x 64 keys] as T. Warp w takes query rows (w % 2) * 16 .. + 15 and the head-dim
-// columns (w / 2) * kD / 2 .. + kD / 2 - 1, all in one pass: C's kD / 4 floats a lane fit
-// beside dK and dV, and one pass keeps ptxas from rebuilding the row pointers per chunk.
-template <typename T, int kD>
+// += (scale dS) K over the block's kKeys keys, added into p.grad_q_sum. ds_tile holds scale
+// dS [32 queries x kKeys keys] as T. The block's kKeys / 16 warps split dQ's [32 x kD] tile
+// into 2 x (warps / 2) parts: warp w takes query rows (w % 2) * 16 .. + 15 and kColumns
+// head-dim columns from (w / 2) * kColumns, all in one pass: C's kColumns / 2 floats a lane
+// fit beside dK and dV, and one pass keeps ptxas from rebuilding the row pointers per chunk.
+template <typename T, int kD, int kKeys>
 __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const uint16_t* k_tile, int bh, int q0) {
-  static_assert(kWarps == 4 && kQueriesPerStep == 2 * kWarpRows, "four warps cover 2 x 2 quarters of dQ's tile");
+  constexpr int kColumns = kD / (kKeys / kWarpRows / 2);
+  static_assert(kQueriesPerStep == 2 * kWarpRows && kColumns % 16 == 0, "the warps cover 2 x (warps / 2) parts of dQ");
   const int warp = threadIdx.x / 32;
-  const int row0 = warp % 2 * kWarpRows, col0 = warp / 2 * (kD / 2);
-  mma::FragA ds[kBlockRows / 16];
-#pragma unroll
-  for (int k0 = 0; k0 < kBlockRows; k0 += 16) mma::load_a<kBlockRows>(ds_tile, row0, k0, ds[k0 / 16]);
+  const int row0 = warp % 2 * kWarpRows, col0 = warp / 2 * kColumns;
   // The lane's two rows of dQ (C's rows c_row(0) and c_row(2)) at its first column: every add
   // below is at a constant offset from one of them.
   float* rows[2];
@@ -535,16 +547,18 @@ __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const
     in_range[half] = i < p.q_len;
     rows[half] = p.grad_q_sum + p.query_row(bh, in_range[half] ? i : 0) * kD + col0 + c_col(0, 0);
   }
-  constexpr int kBlocks = kD / 2 / 8;  // C's n-blocks of the warp's columns, all in registers at once
+  constexpr int kBlocks = kColumns / 8;  // C's n-blocks of the warp's columns, all in registers at once
   float c[kBlocks][4] = {};
 #pragma unroll
-  for (int k0 = 0; k0 < kBlockRows; k0 += 16) {
+  for (int k0 = 0; k0 < kKeys; k0 += 16) {
+    mma::FragA ds;
+    mma::load_a<kKeys>(ds_tile, row0, k0, ds);
 #pragma unroll
     for (int nb = 0; nb < kBlocks; nb += 2) {
       mma::FragB b0, b1;
       mma::load_b_from_columns<kD>(k_tile, k0, col0 + nb * 8, b0, b1);
-      mma::mma_16x8x16<T>(c[nb], ds[k0 / 16], b0);
-      mma::mma_16x8x16<T>(c[nb + 1], ds[k0 / 16], b1);
+      mma::mma_16x8x16<T>(c[nb], ds, b0);
+      mma::mma_16x8x16<T>(c[nb + 1], ds, b1);
     }
   }
 #pragma unroll
@@ -555,19 +569,22 @@ __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const
         atomic_add_pair(rows[half] + nb * 8, c[nb][2 * half], c[nb][2 * half + 1]);
 }
 
-template <typename T, int kD, bool kAtomicDq>
-__global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Params p) {
+// A block owns kKeyWarps * 16 keys, 16 a warp (GradKvShape).
+template <typename T, int kD, bool kAtomicDq, int kKeyWarps = GradKvShape<kD>::kWarps>
+__global__ void __launch_bounds__(kKeyWarps * 32) attention_grad_kv_kernel(const Params p) {
+  constexpr int kKeys = kKeyWarps * kWarpRows;  // the keys the block owns
+  constexpr int kBlockThreads = kKeyWarps * 32;
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* const k_tile = shared;
-  uint16_t* const v_tile = shared + kBlockRows * kD;
+  uint16_t* const v_tile = shared + kKeys * kD;
   constexpr int kStageElements = 2 * kQueriesPerStep * kD + 2 * kQueriesPerStep * 2;  // in 16-bit units
-  auto stage = [&](int step) { return shared + 2 * kBlockRows * kD + step % 2 * kStageElements; };
-  uint16_t* const ds_tile = shared + 2 * kBlockRows * kD + 2 * kStageElements;  // atomic dQ only
+  auto stage = [&](int step) { return shared + 2 * kKeys * kD + step % 2 * kStageElements; };
+  uint16_t* const ds_tile = shared + 2 * kKeys * kD + 2 * kStageElements;  // atomic dQ only
 
   const int kv_heads = p.kv_heads();
-  const int key_tiles = ceil_div(p.k_len, kBlockRows);
+  const int key_tiles = ceil_div(p.k_len, kKeys);
   const int bkh = blockIdx.x / key_tiles, b = bkh / kv_heads, kh = bkh % kv_heads;
-  const int j0 = static_cast<int>(blockIdx.x % key_tiles) * kBlockRows;
+  const int j0 = static_cast<int>(blockIdx.x % key_tiles) * kKeys;
   const int warp_row0 = threadIdx.x / 32 * kWarpRows;
   // Under is_causal, queries i < j0 see none of these keys.
   const int first_query_tile = p.is_causal ? j0 / kQueriesPerStep : 0;
@@ -579,11 +596,11 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
   auto load_queries = [&](int step) {
     const int h = step_head(step), q0 = step_q0(step);
     uint16_t* queries = stage(step);
-    load_rows_async<kD, kQueriesPerStep>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
-    load_rows_async<kD, kQueriesPerStep>(queries + kQueriesPerStep * kD, p.grad_out.head(b, h),
-                                         p.grad_out.row_stride, q0, p.q_len);
+    load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
+    load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries + kQueriesPerStep * kD, p.grad_out.head(b, h),
+                                                        p.grad_out.row_stride, q0, p.q_len);
     float* lse = reinterpret_cast<float*>(queries + 2 * kQueriesPerStep * kD);
-    for (int r = threadIdx.x; r < kQueriesPerStep; r += kThreads) {
+    for (int r = threadIdx.x; r < kQueriesPerStep; r += kBlockThreads) {
       const int i = q0 + r;
       const int64_t row = p.query_row(b * p.q_heads + h, i);
       // A query past the end has P = exp(-inf - inf) = 0: it adds nothing.
@@ -592,8 +609,8 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
     }
   };
 
-  load_rows_async<kD, kBlockRows>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
-  load_rows_async<kD, kBlockRows>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
+  load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
+  load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
   if (steps > 0) load_queries(0);
   mma::commit_copies();
 
@@ -612,8 +629,9 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
     float s[kQueriesPerStep / 8][4], dp[kQueriesPerStep / 8][4];
     rows_times_rows<T, kD, kQueriesPerStep>(k_tile, warp_row0, queries, s);  // S^T
     rows_times_rows<T, kD, kQueriesPerStep>(v_tile, warp_row0, grads, dp);   // dP^T
-    to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0, kBlockRows), b, h,
-                                        j0 + warp_row0, q0, s);
+    // Whether the warp's own 16 keys need masking (a warp-uniform test: no barrier inside).
+    to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0 + warp_row0, kWarpRows), b,
+                                        h, j0 + warp_row0, q0, s);
 #pragma unroll
     for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
 #pragma unroll
@@ -624,13 +642,13 @@ __global__ void __launch_bounds__(kThreads) attention_grad_kv_kernel(const Param
         s[nb][e] = prob * keep;
         dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
         if constexpr (kAtomicDq)  // transposed: query c's row, key column warp_row0 + c_row(e)
-          ds_tile[mma::swizzled<kBlockRows>(c, warp_row0 + c_row(e))] = float_to_half<T>(dp[nb][e]).bits;
+          ds_tile[mma::swizzled<kKeys>(c, warp_row0 + c_row(e))] = float_to_half<T>(dp[nb][e]).bits;
       }
     tile_times_columns<T, kQueriesPerStep, kD>(s, grads, dv);     // dV += (Z P)^T dO
     tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q
     if constexpr (kAtomicDq) {
       __syncthreads();  // every warp's dS is in ds_tile
-      add_grad_q_share<T, kD>(p, ds_tile, k_tile, b * p.q_heads + h, q0);
+      add_grad_q_share<T, kD, kKeys>(p, ds_tile, k_tile, b * p.q_heads + h, q0);
     }
     __syncthreads();
   }
@@ -722,12 +740,32 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
 // ---- host ----
 
 template <typename Kernel>
-void launch(Kernel kernel, int64_t blocks, int shared_bytes, const Params& p, const char* op) {
+void launch(Kernel kernel, int64_t blocks, int shared_bytes, const Params& p, const char* op,
+            int block_threads = kThreads) {
   if (blocks == 0) return;
   MG_CHECK(blocks < (int64_t{1} << 31), "{}: {} thread blocks is more than one launch takes", op, blocks);
   allow_shared_memory(kernel, shared_bytes, op);
-  kernel<<<static_cast<unsigned>(blocks), kThreads, shared_bytes, current_stream()>>>(p);
+  kernel<<<static_cast<unsigned>(blocks), block_threads, shared_bytes, current_stream()>>>(p);
   MG_CUDA_CHECK_LAUNCH(op);
+}
+
+// The backward's kernels, after p is filled in: delta, then grad_kv with the atomic dQ, or
+// grad_kv and grad_q (deterministic). grad_kv's blocks are kKeyWarps warps.
+template <typename T, int kD, int kKeyWarps>
+void launch_backward(const Params& p, bool deterministic, const char* op) {
+  constexpr int kKeys = kKeyWarps * kWarpRows;
+  const int64_t query_rows = static_cast<int64_t>(p.batch) * p.q_heads * p.q_len;
+  const int64_t query_blocks = static_cast<int64_t>(p.batch) * p.q_heads * ceil_div(p.q_len, kBlockRows);
+  const int64_t key_blocks = static_cast<int64_t>(p.batch) * p.kv_heads() * ceil_div(p.k_len, kKeys);
+  launch(attention_delta_kernel<T>, (query_rows + kWarps - 1) / kWarps, 0, p, op);
+  if (deterministic) {
+    launch(attention_grad_kv_kernel<T, kD, false, kKeyWarps>, key_blocks, grad_kv_shared_bytes<kD, false, kKeys>(), p,
+           op, kKeyWarps * 32);
+    launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
+  } else {
+    launch(attention_grad_kv_kernel<T, kD, true, kKeyWarps>, key_blocks, grad_kv_shared_bytes<kD, true, kKeys>(), p,
+           op, kKeyWarps * 32);
+  }
 }
 
 // t, or a copy of it, whose rows the kernels may read as 16-byte chunks: the last dim
@@ -771,7 +809,7 @@ Params params_of(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 }
 
 void check_sizes(const char* op, const Tensor& q, const Tensor& k) {
-  constexpr int64_t kMax = (int64_t{1} << 31) - kBlockRows;
+  constexpr int64_t kMax = (int64_t{1} << 31) - 2 * kBlockRows;  // ceil_div over a block of up to 128 rows fits int
   const int64_t group = q.size(1) / std::max<int64_t>(k.size(1), 1);  // grad_kv's steps: group x query tiles
   MG_CHECK(q.size(0) * q.size(1) < kMax && q.size(2) < kMax && k.size(2) < kMax &&
                group * (q.size(2) / kQueriesPerStep + 1) < kMax,
@@ -792,6 +830,40 @@ void with_kernel_types(DType dtype, int64_t head_dim, F&& f) {
     with_dim(BFloat16{});
   else
     with_dim(Half{});
+}
+
+// The backward, with grad_kv blocks of kKeyWarps warps at every head dim, or with 0 GradKvShape's
+// choice: the library runs 0, bench/experiments/flash_backward_shapes.cu the others too.
+template <int kKeyWarps = 0>
+void backward_with_shape(const Tensor& grad_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                         const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec, const Tensor& grad_q,
+                         const Tensor& grad_k, const Tensor& grad_v) {
+  const char* op = "scaled_dot_product_attention_backward";
+  if (q_in.numel() == 0 && k_in.numel() == 0) return;
+  check_sizes(op, q_in, k_in);
+  DeviceGuard guard(q_in.device().index);
+  const Tensor q = chunk_aligned(q_in), k = chunk_aligned(k_in), v = chunk_aligned(v_in);
+  const Tensor grad = chunk_aligned(grad_in.contiguous());
+  Params p = params_of(q, k, v, spec);
+  p.grad_out = head_rows(grad);
+  p.saved_out = static_cast<const uint16_t*>(out.raw_data());
+  p.log_sum_exp = log_sum_exp.data_ptr<float>();
+  const Tensor delta = empty(log_sum_exp.sizes(), TensorOptions(kFloat32).device(q.device()));
+  p.delta = delta.data_ptr<float>();
+  p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
+  p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
+  p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
+  const bool deterministic = are_deterministic_algorithms_enabled();
+  Tensor grad_q_sum;  // the atomic mode's float32 dQ
+  if (!deterministic) {
+    grad_q_sum = zeros(grad_q.sizes(), TensorOptions(kFloat32).device(q.device()));
+    p.grad_q_sum = grad_q_sum.data_ptr<float>();
+  }
+  with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
+    constexpr int kD = decltype(dim)::value;
+    launch_backward<decltype(tag), kD, kKeyWarps != 0 ? kKeyWarps : GradKvShape<kD>::kWarps>(p, deterministic, op);
+  });
+  if (!deterministic) copy_into(grad_q, grad_q_sum);
 }
 
 }  // namespace
@@ -824,42 +896,7 @@ void flash_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tenso
 void flash_attention_backward(const Tensor& grad_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                               const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec,
                               const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
-  const char* op = "scaled_dot_product_attention_backward";
-  if (q_in.numel() == 0 && k_in.numel() == 0) return;
-  check_sizes(op, q_in, k_in);
-  DeviceGuard guard(q_in.device().index);
-  const Tensor q = chunk_aligned(q_in), k = chunk_aligned(k_in), v = chunk_aligned(v_in);
-  const Tensor grad = chunk_aligned(grad_in.contiguous());
-  Params p = params_of(q, k, v, spec);
-  p.grad_out = head_rows(grad);
-  p.saved_out = static_cast<const uint16_t*>(out.raw_data());
-  p.log_sum_exp = log_sum_exp.data_ptr<float>();
-  const Tensor delta = empty(log_sum_exp.sizes(), TensorOptions(kFloat32).device(q.device()));
-  p.delta = delta.data_ptr<float>();
-  p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
-  p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
-  p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
-  const bool deterministic = are_deterministic_algorithms_enabled();
-  Tensor grad_q_sum;  // the atomic mode's float32 dQ
-  if (!deterministic) {
-    grad_q_sum = zeros(grad_q.sizes(), TensorOptions(kFloat32).device(q.device()));
-    p.grad_q_sum = grad_q_sum.data_ptr<float>();
-  }
-  const int64_t query_rows = log_sum_exp.numel();
-  const int64_t query_blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows);
-  const int64_t key_blocks = k.size(0) * k.size(1) * ceil_div(p.k_len, kBlockRows);
-  with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
-    using T = decltype(tag);
-    constexpr int kD = decltype(dim)::value;
-    launch(attention_delta_kernel<T>, (query_rows + kWarps - 1) / kWarps, 0, p, op);
-    if (deterministic) {
-      launch(attention_grad_kv_kernel<T, kD, false>, key_blocks, grad_kv_shared_bytes<kD, false>(), p, op);
-      launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
-    } else {
-      launch(attention_grad_kv_kernel<T, kD, true>, key_blocks, grad_kv_shared_bytes<kD, true>(), p, op);
-    }
-  });
-  if (!deterministic) copy_into(grad_q, grad_q_sum);
+  backward_with_shape(grad_in, q_in, k_in, v_in, out, log_sum_exp, spec, grad_q, grad_k, grad_v);
 }
 
 }  // namespace cuda

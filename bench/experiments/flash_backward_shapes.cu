@@ -1,0 +1,157 @@
+// Experiment: the flash-attention backward (cuda/flash_attention.cu) with grad_kv blocks of 4
+// warps (64 keys) and of 8 warps (128 keys), in both of its modes (atomic dQ, deterministic),
+// timed side by side in one run in bfloat16, each checked against the library's own backward
+// (deterministic mode) on the same inputs. Not part of the build: the measurement behind
+// GradKvShape's choice in docs/perf-notes.md. The kernels are the library's own, included
+// from the source; only grad_kv's block size differs.
+//
+// What 128-key blocks change: the atomic mode adds each step's share of dQ once a block, so
+// half as many blocks make half the float32 reductions into dQ (the reductions, not the
+// instructions, were what bound the atomic grad_kv: docs/perf-notes.md); a step's Q and dO
+// tiles are copied once for 8 warps instead of 4. What they cost: one block an SM (8 warps)
+// where two 4-warp blocks fit, so a barrier stalls every warp of the SM, and causal blocks
+// compute more masked-out tiles.
+//
+// Build (after a CUDA build in build-gpu; about two minutes):
+//   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I build-gpu/include \
+//     -I .deps/root/usr/include -DMINIGRAD_WITH_CUDA=1 bench/experiments/flash_backward_shapes.cu \
+//     build-gpu/libminigrad.a -L .deps/root/usr/lib/x86_64-linux-gnu -lfmt -lcublas -lcublasLt \
+//     -o build-gpu/flash_backward_shapes
+// Run: build-gpu/flash_backward_shapes (one line per shape, block size and mode).
+
+// The included file defines the library's entry points, which libminigrad.a defines too.
+#define flash_attention_supports experiment_flash_attention_supports
+#define flash_attention_forward experiment_flash_attention_forward
+#define flash_attention_backward experiment_flash_attention_backward
+#include "../../cuda/flash_attention.cu"
+#undef flash_attention_supports
+#undef flash_attention_forward
+#undef flash_attention_backward
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include <minigrad/minigrad.h>
+
+using namespace minigrad;
+
+namespace {
+
+struct Problem {
+  int64_t batch, heads, len, dim;
+  bool is_causal;
+};
+
+// The median of `runs` timings of f, after 3 runs of warm-up, in milliseconds.
+template <typename F>
+double median_ms(F&& f, int runs = 15) {
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<float> times;
+  for (int i = 0; i < runs; ++i) {
+    cudaEventRecord(start, cuda::current_stream());
+    f();
+    cudaEventRecord(stop, cuda::current_stream());
+    cudaEventSynchronize(stop);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, start, stop);
+    times.push_back(ms);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+struct Inputs {
+  Tensor q, k, v, grad, out, lse;
+  cuda::AttentionSpec spec;
+};
+
+struct Grads {
+  Tensor q, k, v;
+  double ms = 0;
+};
+
+// One backward with grad_kv blocks of kKeyWarps warps, in the given mode, on the inputs.
+template <int kKeyWarps>
+Grads run_backward(const Inputs& in, bool deterministic) {
+  const TensorOptions like = TensorOptions(in.q.dtype()).device(in.q.device());
+  Grads g{full(in.q.sizes(), std::nan(""), like), full(in.k.sizes(), std::nan(""), like),
+          full(in.v.sizes(), std::nan(""), like)};
+  DeterministicAlgorithmsGuard mode(deterministic);
+  g.ms = median_ms([&] {
+    cuda::backward_with_shape<kKeyWarps>(in.grad, in.q, in.k, in.v, in.out, in.lse, in.spec, g.q, g.k, g.v);
+  });
+  return g;
+}
+
+double max_error(const Tensor& got, const Tensor& want) {
+  return max(abs(got.to(kFloat32) - want.to(kFloat32))).item<double>();
+}
+double max_magnitude(const Tensor& t) { return max(abs(t.to(kFloat32))).item<double>(); }
+
+template <int kD, int kKeyWarps>
+void report(const Problem& pr, const Inputs& in, const Grads& reference, bool deterministic) {
+  const Grads g = run_backward<kKeyWarps>(in, deterministic);
+  // TFLOP/s of the backward alone: 2.5 times the forward's 4 B H S^2 D, halved when causal.
+  const double flops =
+      2.5 * 4.0 * pr.batch * pr.heads * pr.len * pr.len * pr.dim / (pr.is_causal ? 2.0 : 1.0);
+  bool ok = true;
+  double worst = 0;
+  for (auto [got, want] : {std::pair{g.q, reference.q}, std::pair{g.k, reference.k}, std::pair{g.v, reference.v}}) {
+    const double err = max_error(got, want);
+    worst = std::max(worst, err / std::max(1.0, max_magnitude(want)));
+    ok = ok && err <= 2e-2 * std::max(1.0, max_magnitude(want));  // bf16 rounding of sums in another order
+  }
+  const int regs = [&] {
+    cudaFuncAttributes a{};
+    cudaFuncGetAttributes(&a, cuda::attention_grad_kv_kernel<BFloat16, kD, true, kKeyWarps>);
+    return a.numRegs;
+  }();
+  std::printf("  grad_kv %d warps (%3d keys) %-13s: %8.3f ms %6.1f TFLOP/s  (grad_kv %3d registers)  "
+              "vs library: %.2e %s\n",
+              kKeyWarps, kKeyWarps * 16, deterministic ? "deterministic" : "atomic dQ", g.ms, flops / g.ms * 1e-9,
+              regs, worst, ok ? "ok" : "MISMATCH");
+}
+
+template <int kD>
+void run_problem(const Problem& pr) {
+  const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(Device::cuda());
+  const Shape shape = {pr.batch, pr.heads, pr.len, pr.dim};
+  Inputs in;
+  in.q = randn(shape, bf16_gpu);
+  in.k = randn(shape, bf16_gpu);
+  in.v = randn(shape, bf16_gpu);
+  in.grad = randn(shape, bf16_gpu);
+  in.spec.scale = 1.0 / std::sqrt(static_cast<double>(pr.dim));
+  in.spec.is_causal = pr.is_causal;
+  in.out = empty(shape, bf16_gpu);
+  in.lse = empty({pr.batch, pr.heads, pr.len}, bf16_gpu.dtype(kFloat32));
+  cuda::experiment_flash_attention_forward(in.q, in.k, in.v, in.spec, in.out, in.lse);
+  std::printf("(%lld, %lld, %lld, %lld)%s, bf16, backward:\n", static_cast<long long>(pr.batch),
+              static_cast<long long>(pr.heads), static_cast<long long>(pr.len), static_cast<long long>(pr.dim),
+              pr.is_causal ? " causal" : "");
+  const Grads reference = run_backward<0>(in, true);
+  for (bool deterministic : {false, true}) {
+    report<kD, 4>(pr, in, reference, deterministic);
+    report<kD, 8>(pr, in, reference, deterministic);
+  }
+}
+
+}  // namespace
+
+int main() {
+  manual_seed(7);
+  run_problem<128>({4, 16, 4096, 128, false});
+  run_problem<128>({4, 16, 4096, 128, true});
+  run_problem<64>({16, 16, 1024, 64, false});
+  run_problem<64>({8, 12, 1024, 64, true});
+  run_problem<128>({4, 16, 1024, 128, false});
+  return 0;
+}
