@@ -262,10 +262,11 @@ constexpr int kRowElementsPerThread = 16;
 // Blocks of the register kernels an SM must hold: 4 of 256 threads (8 of 128 for a warp per
 // row), which caps a thread at 64 registers. Without the cap the bfloat16 kernels for rows of
 // 1024 took 80 registers (forward) and 91 (backward), so an SM held 24 or 20 warps: too few
-// loads in flight to reach the copy rate. A double row needs up to 64 registers for its
-// values alone: no cap there.
-template <typename T>
-constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : 4;
+// loads in flight to reach the copy rate. A thread holding more than 16 elements (kElements,
+// bench/experiments/softmax_dropout_shapes.cu) has more of its own loads in flight and gets
+// 3 blocks (85 registers). A double row needs up to 64 registers for its values alone: no cap.
+template <typename T, int kElements>
+constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : kElements > 16 ? 3 : 4;
 
 // ---- forward ----
 
@@ -274,7 +275,7 @@ constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : 4;
 // each exponential is the hardware's exp2; held as x itself when the whole factor moves into
 // the exponent's fused multiply-add (LogitUnits), times it otherwise.
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVectorsPerThread>)
     softmax_dropout_rows_kernel(const T* __restrict__ x, T* __restrict__ y, compute_t<T>* __restrict__ log_sum_exp,
                                 int64_t rows, int64_t n, const RowOptions options) {
   using acc_t = compute_t<T>;
@@ -422,7 +423,7 @@ __device__ __forceinline__ acc_t grad_probability(const RowOptions& o, acc_t dy,
 // The register path holds, per vector, P in compute_t<T> and dy as loaded with the vector's
 // keep decisions (dP is one multiply from them).
 template <typename T, int kVec, int kVectorsPerThread, bool kWarpPerRow>
-__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T>)
+__global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVectorsPerThread>)
     softmax_dropout_backward_rows_kernel(const T* __restrict__ grad, const T* __restrict__ x,
                                          const compute_t<T>* __restrict__ log_sum_exp, T* __restrict__ grad_input,
                                          int64_t rows, int64_t n, const RowOptions options) {
@@ -603,10 +604,10 @@ void launch_softmax_dropout(const Rows& rows, std::initializer_list<const void*>
   });
 }
 
-}  // namespace
-
-void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& y,
-                          const Tensor& log_sum_exp) {
+// The forward with at most kMaxElements elements a thread in the register kernels: the library
+// runs kRowElementsPerThread, bench/experiments/softmax_dropout_shapes.cu others too.
+template <int kMaxElements = kRowElementsPerThread>
+void forward_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& y, const Tensor& log_sum_exp) {
   const char* op = "softmax_dropout";
   const Rows shape = rows_of(x);
   if (shape.count == 0) return;
@@ -619,7 +620,7 @@ void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const
     const T* in = static_cast<const T*>(x.raw_data());
     T* out = static_cast<T*>(y.raw_data());
     acc_t* lse = static_cast<acc_t*>(log_sum_exp.raw_data());
-    launch_softmax_dropout<T, kRowElementsPerThread>(
+    launch_softmax_dropout<T, kMaxElements>(
         shape, {in, out}, op,
         [&](auto vector_width, auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
           softmax_dropout_rows_kernel<T, decltype(vector_width)::value, decltype(per_thread)::value,
@@ -632,6 +633,13 @@ void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const
         });
     MG_CUDA_CHECK_LAUNCH(op);
   });
+}
+
+}  // namespace
+
+void softmax_dropout_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& y,
+                          const Tensor& log_sum_exp) {
+  forward_rows(x, rows, y, log_sum_exp);
 }
 
 void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Tensor& log_sum_exp,
