@@ -507,8 +507,8 @@ struct GradKvShape {
 
 template <int kD, bool kAtomicDq, int kKeys>
 constexpr int grad_kv_shared_bytes() {
-  // K and V; then two stages of Q and dO, and of the queries' L (log2 domain) and D; then,
-  // for the atomic dQ, a step's scale * dS with queries as rows.
+  // K and V; then two stages of Q and dO, and of the queries' L and D; then, for the atomic
+  // dQ, a step's scale * dS with queries as rows.
   return 2 * kKeys * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4) +
          (kAtomicDq ? kQueriesPerStep * kKeys * 2 : 0);
 }
@@ -599,13 +599,15 @@ __global__ void __launch_bounds__(kKeyWarps * 32) attention_grad_kv_kernel(const
     load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
     load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries + kQueriesPerStep * kD, p.grad_out.head(b, h),
                                                         p.grad_out.row_stride, q0, p.q_len);
+    // The queries' L, then their D, a float a thread of the first two warps, by cp.async too:
+    // a plain load would hold the first warp until it returned. A query past the end gets
+    // zeros: its scores are -inf (its tile is masked), so P = 0 and it adds nothing.
     float* lse = reinterpret_cast<float*>(queries + 2 * kQueriesPerStep * kD);
-    for (int r = threadIdx.x; r < kQueriesPerStep; r += kBlockThreads) {
-      const int i = q0 + r;
-      const int64_t row = p.query_row(b * p.q_heads + h, i);
-      // A query past the end has P = exp(-inf - inf) = 0: it adds nothing.
-      lse[r] = i < p.q_len ? p.log_sum_exp[row] * kLog2e : INFINITY;
-      lse[kQueriesPerStep + r] = i < p.q_len ? p.delta[row] : 0.0f;
+    if (threadIdx.x < 2 * kQueriesPerStep) {
+      const int i = q0 + threadIdx.x % kQueriesPerStep;
+      const int64_t row = p.query_row(b * p.q_heads + h, i < p.q_len ? i : 0);
+      mma::copy_word_async(lse + threadIdx.x, (threadIdx.x < kQueriesPerStep ? p.log_sum_exp : p.delta) + row,
+                           i < p.q_len);
     }
   };
 
@@ -637,7 +639,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32) attention_grad_kv_kernel(const
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int c = c_col(nb, e), i = q0 + c, j = j0 + warp_row0 + c_row(e);
-        const float prob = exp2_approx(s[nb][e] - lse[c]);
+        const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
         const float keep = p.drop ? (p.dropout.keep(p.score_index(b, h, i, j)) ? p.keep_scale : 0.0f) : 1.0f;
         s[nb][e] = prob * keep;
         dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;

@@ -66,6 +66,13 @@ __device__ __forceinline__ void copy_chunk_async(void* dst, const void* src, boo
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)), "l"(src),
                "r"(valid ? 16 : 0));
 }
+// Copies 4 bytes from src to the shared dst, or writes 4 zero bytes when !valid (src is then
+// not read, but must still be a valid address). Through L1 (.ca): only 16-byte copies may
+// bypass it.
+__device__ __forceinline__ void copy_word_async(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(shared_address(dst)), "l"(src),
+               "r"(valid ? 4 : 0));
+}
 // Closes the group of the copies issued since the last commit.
 __device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most kPending committed groups are still in flight (this thread's copies

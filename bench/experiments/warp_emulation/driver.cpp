@@ -41,7 +41,8 @@ using namespace minigrad;
 
 namespace {
 
-// What a launch may read by cp.async: the rows of q, k, v and dO its parameters describe.
+// What a launch may read by cp.async: the rows of q, k, v and dO its parameters describe (and
+// the backward's L and D, below).
 void add_readable_rows(const cuda::HeadRows& r, int batch, int heads, int rows, int dim) {
   if (r.data == nullptr || batch == 0 || heads == 0 || rows == 0) return;
   const int64_t elements =
@@ -55,6 +56,10 @@ void readable_of_params(const void* params) {
   add_readable_rows(p.k, p.batch, p.kv_heads(), p.k_len, p.head_dim);
   add_readable_rows(p.v, p.batch, p.kv_heads(), p.k_len, p.head_dim);
   add_readable_rows(p.grad_out, p.batch, p.q_heads, p.q_len, p.head_dim);
+  // The backward's L and D: grad_kv copies each step's by cp.async.
+  const size_t query_rows = static_cast<size_t>(p.batch) * p.q_heads * p.q_len;
+  if (p.log_sum_exp != nullptr && query_rows > 0) emu::add_readable(p.log_sum_exp, query_rows * sizeof(float));
+  if (p.delta != nullptr && query_rows > 0) emu::add_readable(p.delta, query_rows * sizeof(float));
 }
 
 // An output tensor with guard bands of 0xFF bytes on both sides: a kernel's store out of
