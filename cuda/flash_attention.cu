@@ -1,16 +1,16 @@
 // scaled_dot_product_attention on tensor cores: FlashAttention-2's algorithm (ops/attention.cpp
 // explains it on the CPU, with the same names), never storing a [Sq, Sk] score matrix.
 //
-// Three kernels and a small one, each a grid of blocks of 4 warps (grad_kv: GradKvShape's), each
-// warp owning 16 rows (the rows of one mma tile, cuda/mma.cuh) of the 64 its block owns:
+// Three kernels and a small one, each a grid of 4-warp blocks (grad_kv's: GradKvShape), each
+// warp owning 16 rows (the rows of one mma tile, cuda/mma.cuh) of those its block owns:
 //
 //   forward   a block owns 64 query rows of one head and walks its keys 64 at a time:
 //             S = Q K^T, the online softmax in registers, O += P V. Writes O and L, the rows'
 //             log-sum-exp (float32).
 //   delta     D_i = dO_i . O_i, a warp per query row (the backward's one preprocessing pass).
-//   grad_kv   a block owns 64 keys (or 128) of one key/value head and walks the queries of every query
-//             head that reads them (grouped-query attention), 32 at a time, computing the
-//             scores transposed so that keys are its rows:
+//   grad_kv   a block owns 64 keys of one key/value head (or 128: GradKvShape) and walks the
+//             queries of every query head that reads them (grouped-query attention), 32 at a
+//             time, computing the scores transposed so that keys are its rows:
 //               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
 //               dV += (Z P)^T dO,  dK += scale dS^T Q
 //   grad_q    a block owns 64 query rows and walks their keys: S, P, dP = dO V^T, dS, then
@@ -38,10 +38,10 @@
 //
 // Masks: positions past the ends of Sq and Sk, is_causal (key j > query i masked out) and the
 // attn_mask (bool, or additive of q's dtype, read at its broadcast strides) are applied to a
-// tile only when the tile has any of them (a test per tile, the same for all of a warp's lanes); inside a clean
-// tile a score is just scaled. Dropout keys score (b, h, i, j) by its index in the row-major
-// [B, Hq, Sq, Sk] order, as softmax_dropout keys its input (kernels/dropout.h): the mask is
-// regenerated in the backward, never stored.
+// tile only when the tile has any of them (a test per tile, the same for all of a warp's
+// lanes); inside a clean tile a score is just scaled. Dropout keys score (b, h, i, j) by its
+// index in the row-major [B, Hq, Sq, Sk] order, as softmax_dropout keys its input
+// (kernels/dropout.h): the mask is regenerated in the backward, never stored.
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
 // 4 instantiations of each kernel, 8 of grad_kv (with and without the atomic dQ). The tile
