@@ -569,9 +569,14 @@ __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const
         atomic_add_pair(rows[half] + nb * 8, c[nb][2 * half], c[nb][2 * half + 1]);
 }
 
-// A block owns kKeyWarps * 16 keys, 16 a warp (GradKvShape).
+// A block owns kKeyWarps * 16 keys, 16 a warp (GradKvShape). At head dim 64 an SM holds three
+// 4-warp blocks (170 registers a thread at most), and ptxas is held to that.
+template <int kD, int kKeyWarps>
+constexpr int kGradKvMinBlocks = kD == 64 && kKeyWarps == 4 ? 3 : 1;
+
 template <typename T, int kD, bool kAtomicDq, int kKeyWarps = GradKvShape<kD>::kWarps>
-__global__ void __launch_bounds__(kKeyWarps * 32) attention_grad_kv_kernel(const Params p) {
+__global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarps>))
+    attention_grad_kv_kernel(const Params p) {
   constexpr int kKeys = kKeyWarps * kWarpRows;  // the keys the block owns
   constexpr int kBlockThreads = kKeyWarps * 32;
   extern __shared__ __align__(128) uint16_t shared[];
@@ -634,18 +639,24 @@ __global__ void __launch_bounds__(kKeyWarps * 32) attention_grad_kv_kernel(const
     // Whether the warp's own 16 keys need masking (a warp-uniform test: no barrier inside).
     to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0 + warp_row0, kWarpRows), b,
                                         h, j0 + warp_row0, q0, s);
+    // With keys as rows, a lane's scores are Sk apart in the dropout's order: a Philox call
+    // each (with_dropout keeps that code out of the loop when nothing is dropped).
+    with_dropout(p, [&](auto dropout) {
 #pragma unroll
-    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
+      for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int c = c_col(nb, e), i = q0 + c, j = j0 + warp_row0 + c_row(e);
-        const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
-        const float keep = p.drop ? (p.dropout.keep(p.score_index(b, h, i, j)) ? p.keep_scale : 0.0f) : 1.0f;
-        s[nb][e] = prob * keep;
-        dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
-        if constexpr (kAtomicDq)  // transposed: query c's row, key column warp_row0 + c_row(e)
-          ds_tile[mma::swizzled<kKeys>(c, warp_row0 + c_row(e))] = float_to_half<T>(dp[nb][e]).bits;
-      }
+        for (int e = 0; e < 4; ++e) {
+          const int c = c_col(nb, e);
+          const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
+          float keep = 1.0f;
+          if constexpr (decltype(dropout)::value)
+            keep = p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))) ? p.keep_scale : 0.0f;
+          s[nb][e] = prob * keep;
+          dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
+          if constexpr (kAtomicDq)  // transposed: query c's row, key column warp_row0 + c_row(e)
+            ds_tile[mma::swizzled<kKeys>(c, warp_row0 + c_row(e))] = float_to_half<T>(dp[nb][e]).bits;
+        }
+    });
     tile_times_columns<T, kQueriesPerStep, kD>(s, grads, dv);     // dV += (Z P)^T dO
     tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q
     if constexpr (kAtomicDq) {
