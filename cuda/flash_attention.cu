@@ -595,11 +595,20 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
   const int first_query_tile = p.is_causal ? j0 / kQueriesPerStep : 0;
   const int query_tiles = max(0, ceil_div(p.q_len, kQueriesPerStep) - first_query_tile);
   const int steps = p.group * query_tiles;
-  // Step `step` reads query head h, queries q0 .. q0 + 31.
-  auto step_head = [&](int step) { return kh * p.group + step / query_tiles; };
-  auto step_q0 = [&](int step) { return (first_query_tile + step % query_tiles) * kQueriesPerStep; };
-  auto load_queries = [&](int step) {
-    const int h = step_head(step), q0 = step_q0(step);
+  // The steps walk the query tiles of each query head in turn: a step reads query head h,
+  // queries q0 .. q0 + 31. Advanced by an add and a compare, not by dividing the step's
+  // number by query_tiles (a division in software, every step).
+  struct QueryTile {
+    int h, q0;
+  };
+  const int q_first = first_query_tile * kQueriesPerStep, q_end = q_first + query_tiles * kQueriesPerStep;
+  auto next_tile = [&](QueryTile t) {
+    t.q0 += kQueriesPerStep;
+    if (t.q0 == q_end) t.q0 = q_first, ++t.h;
+    return t;
+  };
+  auto load_queries = [&](int step, QueryTile tile) {
+    const int h = tile.h, q0 = tile.q0;
     uint16_t* queries = stage(step);
     load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
     load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries + kQueriesPerStep * kD, p.grad_out.head(b, h),
@@ -618,16 +627,17 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
 
   load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
   load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
-  if (steps > 0) load_queries(0);
+  QueryTile tile{kh * p.group, q_first};
+  if (steps > 0) load_queries(0, tile);
   mma::commit_copies();
 
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
-  for (int step = 0; step < steps; ++step) {
-    if (step + 1 < steps) load_queries(step + 1);
+  for (int step = 0; step < steps; ++step, tile = next_tile(tile)) {
+    if (step + 1 < steps) load_queries(step + 1, next_tile(tile));
     mma::commit_copies();
     mma::wait_copies<1>();
     __syncthreads();
-    const int h = step_head(step), q0 = step_q0(step);
+    const int h = tile.h, q0 = tile.q0;
     const uint16_t* queries = stage(step);
     const uint16_t* grads = queries + kQueriesPerStep * kD;
     const float* lse = reinterpret_cast<const float*>(queries + 2 * kQueriesPerStep * kD);
