@@ -36,6 +36,8 @@
 
 #include <minigrad/minigrad.h>
 
+#include "event_timing.h"
+
 using namespace minigrad;
 
 namespace {
@@ -46,29 +48,6 @@ struct Problem {
   int64_t batch, heads, len, dim;
   bool is_causal;
 };
-
-// The median of `runs` timings of f, after 3 runs of warm-up, in milliseconds.
-template <typename F>
-double median_ms(F&& f, int runs = 15) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> times;
-  for (int i = 0; i < runs; ++i) {
-    cudaEventRecord(start, cuda::current_stream());
-    f();
-    cudaEventRecord(stop, cuda::current_stream());
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Inputs {
   Tensor q, k, v, grad, out, lse;
@@ -87,9 +66,9 @@ Grads run_backward(const Inputs& in, bool deterministic) {
   Grads g{full(in.q.sizes(), std::nan(""), like), full(in.k.sizes(), std::nan(""), like),
           full(in.v.sizes(), std::nan(""), like)};
   DeterministicAlgorithmsGuard mode(deterministic);
-  g.ms = median_ms([&] {
+  g.ms = experiments::median_ms([&] {
     cuda::backward_with_shape<kKeyWarps>(in.grad, in.q, in.k, in.v, in.out, in.lse, in.spec, g.q, g.k, g.v);
-  });
+  }, 15);
   return g;
 }
 

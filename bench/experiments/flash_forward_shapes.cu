@@ -31,6 +31,8 @@
 
 #include <minigrad/minigrad.h>
 
+#include "event_timing.h"
+
 using namespace minigrad;
 
 namespace {
@@ -39,29 +41,6 @@ struct Problem {
   int64_t batch, heads, len, dim;
   bool is_causal;
 };
-
-// The median of `runs` timings of f, after 3 runs of warm-up, in milliseconds.
-template <typename F>
-double median_ms(F&& f, int runs = 15) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> times;
-  for (int i = 0; i < runs; ++i) {
-    cudaEventRecord(start, cuda::current_stream());
-    f();
-    cudaEventRecord(stop, cuda::current_stream());
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Result {
   Tensor out, lse;
@@ -80,9 +59,9 @@ Result run_shape(const Tensor& q, const Tensor& k, const Tensor& v, const cuda::
   p.log_sum_exp = r.lse.data_ptr<float>();
   const int64_t blocks = q.size(0) * q.size(1) * cuda::ceil_div(p.q_len, cuda::kBlockRows * kTiles);
   auto kernel = cuda::attention_forward_kernel<BFloat16, kD, kTiles, kKeys>;
-  r.ms = median_ms([&] {
+  r.ms = experiments::median_ms([&] {
     cuda::launch(kernel, blocks, cuda::forward_shared_bytes<kD, kTiles, kKeys>(), p, "flash_forward_shapes");
-  });
+  }, 15);
   return r;
 }
 

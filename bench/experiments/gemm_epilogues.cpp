@@ -22,31 +22,14 @@
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/minigrad.h>
 
+#include "event_timing.h"
+
 using namespace minigrad;
 using cuda::GemmEpilogue;
 
 namespace {
 
-double median_ms(const std::function<void()>& run) {
-  for (int i = 0; i < 3; ++i) run();
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  std::vector<float> times;
-  for (int i = 0; i < 20; ++i) {
-    cudaEventRecord(start, cuda::current_stream());
-    run();
-    cudaEventRecord(stop, cuda::current_stream());
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+double median_ms(const std::function<void()>& run) { return experiments::median_ms(run, 20); }
 
 void line(const char* gemm, double bare, double epilogue, double separate) {
   fmt::print("{:<44} {:>8.4f} {:>10.4f} {:>10.4f} {:>8.3f} {:>8.3f}\n", gemm, bare, epilogue, separate, epilogue / bare,

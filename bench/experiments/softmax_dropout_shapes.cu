@@ -34,34 +34,13 @@
 
 #include <minigrad/minigrad.h>
 
+#include "event_timing.h"
+
 using namespace minigrad;
 
 namespace {
 
 bool all_ok = true;  // every variant agreed with the library (the exit status)
-
-// The median of `runs` timings of f, after 3 runs of warm-up, in milliseconds.
-template <typename F>
-double median_ms(F&& f, int runs = 25) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> times;
-  for (int i = 0; i < runs; ++i) {
-    cudaEventRecord(start, cuda::current_stream());
-    f();
-    cudaEventRecord(stop, cuda::current_stream());
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Result {
   Tensor y, lse;
@@ -72,7 +51,7 @@ template <int kMaxElements>
 Result run(const Tensor& x, const cuda::SoftmaxDropoutRows& rows) {
   Result r{full(x.sizes(), std::nan(""), x.options()), full({x.numel() / x.size(-1)}, std::nan(""),
                                                             x.options().dtype(kFloat32))};
-  r.ms = median_ms([&] { cuda::forward_rows<kMaxElements>(x, rows, r.y, r.lse); });
+  r.ms = experiments::median_ms([&] { cuda::forward_rows<kMaxElements>(x, rows, r.y, r.lse); }, 25);
   return r;
 }
 
