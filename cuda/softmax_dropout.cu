@@ -12,10 +12,11 @@
 // writes dx, as it would read P, dy and write dx. The exponentials it redoes are
 // instructions, which the kernel has to spare while it waits on memory.
 //
-// The rows' layout and kernel choice are cuda/row_kernels.cuh's, with at most 16 elements a
-// thread (kRowElementsPerThread): rows of up to 4096 elements in registers (each input read
-// once, each output written once), longer ones two passes of a block (online max and sum,
-// then the write). Rows whose length or pointers do not allow
+// The rows' layout and kernel choice are cuda/row_kernels.cuh's, with at most 32 elements a
+// thread in the forward for 16-bit types and 16 otherwise (kForwardElementsPerThread,
+// kBackwardElementsPerThread): bfloat16 rows of up to 8192 elements in the forward's registers,
+// 4096 in the backward's (each input read once, each output written once), longer ones two
+// passes of a block (online max and sum, then the write). Rows whose length or pointers do not allow
 // 16-byte vectors also take the two-pass kernel, one element at a time: that keeps the
 // register kernels to the vector width alone (attention rows are multiples of 8 elements).
 //
@@ -254,17 +255,22 @@ struct HeldVectors {
 };
 
 // Elements a thread of the register kernels holds, at most (row_kernels.cuh's launch_for_rows
-// allows 32): rows of 1024 take 64 threads, not a warp, and rows of up to 4096 stay in
-// registers. With 32 a thread both kernels spilled under the 64-register cap below: the
-// exponentials and the Philox rounds need registers of their own while the row is held.
-constexpr int kRowElementsPerThread = 16;
+// allows 32). The forward of a 16-bit type holds 32: a warp then holds a row of 1024 (where
+// 64 threads of 16 did), so the row's fixed costs (its start, its mask offset, the combines,
+// shuffles only) are paid over twice the elements, and a thread has four 16-byte loads in
+// flight instead of two; bench/experiments/softmax_dropout_shapes.cu measured it faster for
+// plain, causal and padding-masked rows (docs/perf-notes.md). The backward holds 16: at 32 it
+// spilled (the exponentials, the Philox rounds and dy's vectors need registers beside the
+// row) and was slower. float32 and double keep 16 (32 was measured for 16-bit types only).
+template <typename T>
+constexpr int kForwardElementsPerThread = sizeof(T) == 2 ? 32 : 16;
+constexpr int kBackwardElementsPerThread = 16;
 
 // Blocks of the register kernels an SM must hold: 4 of 256 threads (8 of 128 for a warp per
 // row), which caps a thread at 64 registers. Without the cap the bfloat16 kernels for rows of
 // 1024 took 80 registers (forward) and 91 (backward), so an SM held 24 or 20 warps: too few
-// loads in flight to reach the copy rate. A thread holding more than 16 elements (kElements,
-// bench/experiments/softmax_dropout_shapes.cu) has more of its own loads in flight and gets
-// 3 blocks (85 registers). A double row needs up to 64 registers for its values alone: no cap.
+// loads in flight to reach the copy rate. A thread holding more than 16 elements (kElements:
+// the 16-bit forward) has more of its own loads in flight and gets 3 blocks (85 registers). A double row needs up to 64 registers for its values alone: no cap.
 template <typename T, int kElements>
 constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : kElements > 16 ? 3 : 4;
 
@@ -604,9 +610,10 @@ void launch_softmax_dropout(const Rows& rows, std::initializer_list<const void*>
   });
 }
 
-// The forward with at most kMaxElements elements a thread in the register kernels: the library
-// runs kRowElementsPerThread, bench/experiments/softmax_dropout_shapes.cu others too.
-template <int kMaxElements = kRowElementsPerThread>
+// The forward with at most kMaxElements elements a thread in the register kernels, or with 0
+// kForwardElementsPerThread's choice for the dtype: the library runs 0,
+// bench/experiments/softmax_dropout_shapes.cu 16 and 32.
+template <int kMaxElements = 0>
 void forward_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor& y, const Tensor& log_sum_exp) {
   const char* op = "softmax_dropout";
   const Rows shape = rows_of(x);
@@ -620,7 +627,7 @@ void forward_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor&
     const T* in = static_cast<const T*>(x.raw_data());
     T* out = static_cast<T*>(y.raw_data());
     acc_t* lse = static_cast<acc_t*>(log_sum_exp.raw_data());
-    launch_softmax_dropout<T, kMaxElements>(
+    launch_softmax_dropout<T, kMaxElements != 0 ? kMaxElements : kForwardElementsPerThread<T>>(
         shape, {in, out}, op,
         [&](auto vector_width, auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
           softmax_dropout_rows_kernel<T, decltype(vector_width)::value, decltype(per_thread)::value,
@@ -657,7 +664,7 @@ void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Te
     const T* in = static_cast<const T*>(x.raw_data());
     const acc_t* lse = static_cast<const acc_t*>(log_sum_exp.raw_data());
     T* out = static_cast<T*>(grad_input.raw_data());
-    launch_softmax_dropout<T, kRowElementsPerThread>(
+    launch_softmax_dropout<T, kBackwardElementsPerThread>(
         shape, {g, in, out}, op,
         [&](auto vector_width, auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
           softmax_dropout_backward_rows_kernel<T, decltype(vector_width)::value, decltype(per_thread)::value,
