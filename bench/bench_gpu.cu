@@ -479,25 +479,18 @@ void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu
     const double flops = 4.0 * shape[0] * shape[1] * shape[2] * shape[2] * shape[3] / (c.is_causal ? 2.0 : 1.0);
     const std::string op = c.is_causal ? "scaled_dot_product_attention_causal" : "scaled_dot_product_attention";
     using Attention = std::function<Tensor(const tensor_list&)>;
-    auto full_row = [&](const std::string& name, const char* impl, const Attention& f) {
+    auto pass_rows = [&](const char* impl, const Attention& f) {
+      rows.push_back(gemm_row(op, impl, shape, "fwd", flops, ceilings, [&] { f({q, k, v}); }));
       tensor_list leaves = {q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
-      rows.push_back(gemm_row(name, impl, shape, "full", 3.5 * flops, ceilings, [&] {
+      rows.push_back(gemm_row(op, impl, shape, "full", 3.5 * flops, ceilings, [&] {
         for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
         f(leaves).backward(dy);
       }));
-    };
-    auto pass_rows = [&](const char* impl, const Attention& f) {
-      rows.push_back(gemm_row(op, impl, shape, "fwd", flops, ceilings, [&] { f({q, k, v}); }));
-      full_row(op, impl, f);
     };
     const Attention flash = [&](const tensor_list& t) {
       return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);
     };
     pass_rows("minigrad", flash);
-    {  // the backward's deterministic mode (dQ by a second pass), op suffix _deterministic
-      const DeterministicAlgorithmsGuard deterministic;
-      full_row(op + "_deterministic", "minigrad", flash);
-    }
     if (c.with_twin)
       pass_rows("minigrad_composite", [&](const tensor_list& t) {
         return composite::scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);

@@ -1,12 +1,12 @@
 #pragma once
 // Whether ops must give the same bits on every run, as torch.use_deterministic_algorithms.
 //
-// Every minigrad op is deterministic whatever this says (sums run in a fixed order, scatters
-// keep a fixed winner), except one: scaled_dot_product_attention's backward on the GPU. Its
-// fast form, FlashAttention-2's, adds each key tile's share of dQ into a float32 buffer with
-// atomic adds, whose order (and so the rounding of the sum) changes from run to run. With
-// deterministic algorithms on, it runs a second pass that owns the query rows and sums dQ in
-// registers instead: the same bits every run, for the price of computing the scores again.
+// Every minigrad op is deterministic whatever this says: sums run in a fixed order, scatters
+// keep a fixed winner, and scaled_dot_product_attention's GPU backward sums dQ in a pass of its
+// own rather than with FlashAttention-2's atomic adds (which were slower here:
+// cuda/flash_attention.cu). The setting is kept so that code written against PyTorch ports
+// as it is, and it is the contract for any op given a faster, nondeterministic form later:
+// that form runs only while this is off.
 //
 // Off by default, as in PyTorch. Process-wide; read when an op runs.
 namespace minigrad {

@@ -14,23 +14,19 @@
 //               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
 //               dV += (Z P)^T dO,  dK += scale dS^T Q
 //   grad_q    a block owns 64 query rows and walks their keys: S, P, dP = dO V^T, dS, then
-//             dQ += scale dS K (the deterministic mode only, below).
-// dQ sums over keys, which grad_kv blocks own, so it is summed one of two ways:
-//   atomic (the default)  each grad_kv step also computes its keys' share of dQ, scale dS K,
-//             and adds it into a float32 buffer with atomic adds (dS goes through shared
-//             memory: in registers it has keys as rows, and dQ's product needs queries as
-//             rows); the buffer is then converted to dQ. 5 products, FlashAttention-2's way;
-//             the order of the adds, and so the bits of dQ, changes from run to run.
-//   deterministic (use_deterministic_algorithms, core/determinism.h)  grad_q owns 64 query
-//             rows and walks their keys: S, P, dP = dO V^T, dS, then dQ += scale dS K, summed
-//             in registers in a fixed order. It recomputes S and dP, which grad_kv computed
-//             too: 7 products, the same bits every run.
-// dK and dV are summed in one block's registers in a fixed order either way.
+//             dQ += scale dS K.
+// dQ sums over keys, which grad_kv blocks own; grad_q sums it instead, in registers, in a
+// fixed order. It recomputes S and dP, which grad_kv computed too: 7 products where 5 would
+// do. FlashAttention-2 does 5: each grad_kv step also adds its keys' share of dQ into a float32
+// buffer with atomic adds. That was minigrad's default until measured: on an H100 its backward
+// took 10 to 16% longer than the two passes at every shape timed, the adds (not the products)
+// binding grad_kv (docs/perf-notes.md). So the backward is deterministic: dQ, dK and dV have
+// the same bits every run, each summed in one block's registers in a fixed order.
 //
 // Every product keeps its output in registers and feeds it to the next as an A fragment
-// (mma::a_from_c): P never touches shared memory, nor does dS except on its way into the
-// atomic dQ. Why the transposed scores in grad_kv: its products sum over queries (dV = P^T
-// dO), so P^T must be the A operand, i.e. a C tile with keys as rows.
+// (mma::a_from_c): neither P nor dS touches shared memory. Why the transposed scores in
+// grad_kv: its products sum over queries (dV = P^T dO), so P^T must be the A operand, i.e. a C
+// tile with keys as rows.
 //
 // The tiles a block walks are copied by cp.async into one of two shared-memory stages while
 // the block computes on the other. Scores are kept in the log2 domain, (scale * q.k + mask) *
@@ -44,7 +40,7 @@
 // (kernels/dropout.h): the mask is regenerated in the backward, never stored.
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
-// 4 instantiations of each kernel, 8 of grad_kv (with and without the atomic dQ). The tile
+// 4 instantiations of each kernel. The tile
 // shapes (ForwardShape, GradKvShape) are constants, which only the experiments under
 // bench/experiments/ vary. Everything else is a runtime value, so the options do not multiply
 // the build.
@@ -57,7 +53,6 @@
 #include <type_traits>
 #include <utility>
 
-#include <minigrad/core/determinism.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/flash_attention.h>
@@ -96,7 +91,6 @@ struct Params {
   float* log_sum_exp;          // [B, Hq, Sq], natural log (+inf: every key masked out)
   float* delta;                // [B, Hq, Sq]: dO_i . O_i
   uint16_t *grad_q, *grad_k, *grad_v;  // contiguous, the shapes of q, k, v
-  float* grad_q_sum;                   // the atomic mode's dQ, float32 [B, Hq, Sq, D], zeroed
   int batch, q_heads, group, q_len, k_len, head_dim;
   float scale, scale_log2;
   const void* mask;
@@ -495,78 +489,19 @@ __global__ void __launch_bounds__(kThreads) attention_delta_kernel(const Params 
 }
 
 // grad_kv's block for head dim kD: kWarps warps, each owning 16 keys (the block kWarps * 16).
-// The block's size sets how often dQ is added to in the atomic mode: every step adds its
-// share of [32 queries x kD] once a block, so a head's adds number (its keys / block keys)
-// x (its queries x kD): 128-key blocks make half the atomic traffic of 64-key blocks, at the
-// price of one 8-warp block an SM where two 4-warp blocks fit (about 240 registers a thread
-// either way). bench/experiments/flash_backward_shapes.cu times both (docs/perf-notes.md).
+// Larger blocks copy each step's Q and dO tiles once for more keys, at the price of one 8-warp
+// block an SM where two 4-warp blocks fit (about 240 registers a thread either way), so a
+// barrier stalls every warp of the SM. bench/experiments/flash_backward_shapes.cu times 4 and
+// 8 warps: 4 were faster at every shape (docs/perf-notes.md).
 template <int kD>
 struct GradKvShape {
   static constexpr int kWarps = 4;
 };
 
-template <int kD, bool kAtomicDq, int kKeys>
+template <int kD, int kKeys>
 constexpr int grad_kv_shared_bytes() {
-  // K and V; then two stages of Q and dO, and of the queries' L and D; then, for the atomic
-  // dQ, a step's scale * dS with queries as rows.
-  return 2 * kKeys * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4) +
-         (kAtomicDq ? kQueriesPerStep * kKeys * 2 : 0);
-}
-
-// at[0] += first, at[1] += second (at 8-byte aligned), atomically. Hopper adds a float2 in
-// one instruction: half the instructions of two scalar adds, and a warp's adds then fill the
-// 32-byte sectors they touch (C's two neighbouring columns per lane).
-__device__ __forceinline__ void atomic_add_pair(float* at, float first, float second) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  atomicAdd(reinterpret_cast<float2*>(at), make_float2(first, second));
-#else
-  atomicAdd(at, first);
-  atomicAdd(at + 1, second);
-#endif
-}
-
-// The atomic mode's share of dQ of a grad_kv step: rows q0 .. q0 + 31 of query head bh
-// += (scale dS) K over the block's kKeys keys, added into p.grad_q_sum. ds_tile holds scale
-// dS [32 queries x kKeys keys] as T. The block's kKeys / 16 warps split dQ's [32 x kD] tile
-// into 2 x (warps / 2) parts: warp w takes query rows (w % 2) * 16 .. + 15 and kColumns
-// head-dim columns from (w / 2) * kColumns, all in one pass: C's kColumns / 2 floats a lane
-// fit beside dK and dV, and one pass keeps ptxas from rebuilding the row pointers per chunk.
-template <typename T, int kD, int kKeys>
-__device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const uint16_t* k_tile, int bh, int q0) {
-  constexpr int kColumns = kD / (kKeys / kWarpRows / 2);
-  static_assert(kQueriesPerStep == 2 * kWarpRows && kColumns % 16 == 0, "the warps cover 2 x (warps / 2) parts of dQ");
-  const int warp = threadIdx.x / 32;
-  const int row0 = warp % 2 * kWarpRows, col0 = warp / 2 * kColumns;
-  // The lane's two rows of dQ (C's rows c_row(0) and c_row(2)) at its first column: every add
-  // below is at a constant offset from one of them.
-  float* rows[2];
-  bool in_range[2];
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int i = q0 + row0 + c_row(2 * half);
-    in_range[half] = i < p.q_len;
-    rows[half] = p.grad_q_sum + p.query_row(bh, in_range[half] ? i : 0) * kD + col0 + c_col(0, 0);
-  }
-  constexpr int kBlocks = kColumns / 8;  // C's n-blocks of the warp's columns, all in registers at once
-  float c[kBlocks][4] = {};
-#pragma unroll
-  for (int k0 = 0; k0 < kKeys; k0 += 16) {
-    mma::FragA ds;
-    mma::load_a<kKeys>(ds_tile, row0, k0, ds);
-#pragma unroll
-    for (int nb = 0; nb < kBlocks; nb += 2) {
-      mma::FragB b0, b1;
-      mma::load_b_from_columns<kD>(k_tile, k0, col0 + nb * 8, b0, b1);
-      mma::mma_16x8x16<T>(c[nb], ds, b0);
-      mma::mma_16x8x16<T>(c[nb + 1], ds, b1);
-    }
-  }
-#pragma unroll
-  for (int half = 0; half < 2; ++half)
-    if (in_range[half])
-#pragma unroll
-      for (int nb = 0; nb < kBlocks; ++nb)
-        atomic_add_pair(rows[half] + nb * 8, c[nb][2 * half], c[nb][2 * half + 1]);
+  // K and V; then two stages of Q and dO, and of the queries' L and D.
+  return 2 * kKeys * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4);
 }
 
 // A block owns kKeyWarps * 16 keys, 16 a warp (GradKvShape). At head dim 64 an SM holds three
@@ -574,7 +509,7 @@ __device__ void add_grad_q_share(const Params& p, const uint16_t* ds_tile, const
 template <int kD, int kKeyWarps>
 constexpr int kGradKvMinBlocks = kD == 64 && kKeyWarps == 4 ? 3 : 1;
 
-template <typename T, int kD, bool kAtomicDq, int kKeyWarps = GradKvShape<kD>::kWarps>
+template <typename T, int kD, int kKeyWarps = GradKvShape<kD>::kWarps>
 __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarps>))
     attention_grad_kv_kernel(const Params p) {
   constexpr int kKeys = kKeyWarps * kWarpRows;  // the keys the block owns
@@ -584,7 +519,6 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
   uint16_t* const v_tile = shared + kKeys * kD;
   constexpr int kStageElements = 2 * kQueriesPerStep * kD + 2 * kQueriesPerStep * 2;  // in 16-bit units
   auto stage = [&](int step) { return shared + 2 * kKeys * kD + step % 2 * kStageElements; };
-  uint16_t* const ds_tile = shared + 2 * kKeys * kD + 2 * kStageElements;  // atomic dQ only
 
   const int kv_heads = p.kv_heads();
   const int key_tiles = ceil_div(p.k_len, kKeys);
@@ -663,16 +597,10 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
             keep = p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))) ? p.keep_scale : 0.0f;
           s[nb][e] = prob * keep;
           dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
-          if constexpr (kAtomicDq)  // transposed: query c's row, key column warp_row0 + c_row(e)
-            ds_tile[mma::swizzled<kKeys>(c, warp_row0 + c_row(e))] = float_to_half<T>(dp[nb][e]).bits;
         }
     });
     tile_times_columns<T, kQueriesPerStep, kD>(s, grads, dv);     // dV += (Z P)^T dO
     tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q
-    if constexpr (kAtomicDq) {
-      __syncthreads();  // every warp's dS is in ds_tile
-      add_grad_q_share<T, kD, kKeys>(p, ds_tile, k_tile, b * p.q_heads + h, q0);
-    }
     __syncthreads();
   }
   mma::wait_copies<0>();
@@ -772,23 +700,18 @@ void launch(Kernel kernel, int64_t blocks, int shared_bytes, const Params& p, co
   MG_CUDA_CHECK_LAUNCH(op);
 }
 
-// The backward's kernels, after p is filled in: delta, then grad_kv with the atomic dQ, or
-// grad_kv and grad_q (deterministic). grad_kv's blocks are kKeyWarps warps.
+// The backward's kernels, after p is filled in: delta, grad_kv (blocks of kKeyWarps warps),
+// grad_q.
 template <typename T, int kD, int kKeyWarps>
-void launch_backward(const Params& p, bool deterministic, const char* op) {
+void launch_backward(const Params& p, const char* op) {
   constexpr int kKeys = kKeyWarps * kWarpRows;
   const int64_t query_rows = static_cast<int64_t>(p.batch) * p.q_heads * p.q_len;
   const int64_t query_blocks = static_cast<int64_t>(p.batch) * p.q_heads * ceil_div(p.q_len, kBlockRows);
   const int64_t key_blocks = static_cast<int64_t>(p.batch) * p.kv_heads() * ceil_div(p.k_len, kKeys);
   launch(attention_delta_kernel<T>, (query_rows + kWarps - 1) / kWarps, 0, p, op);
-  if (deterministic) {
-    launch(attention_grad_kv_kernel<T, kD, false, kKeyWarps>, key_blocks, grad_kv_shared_bytes<kD, false, kKeys>(), p,
-           op, kKeyWarps * 32);
-    launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
-  } else {
-    launch(attention_grad_kv_kernel<T, kD, true, kKeyWarps>, key_blocks, grad_kv_shared_bytes<kD, true, kKeys>(), p,
-           op, kKeyWarps * 32);
-  }
+  launch(attention_grad_kv_kernel<T, kD, kKeyWarps>, key_blocks, grad_kv_shared_bytes<kD, kKeys>(), p, op,
+         kKeyWarps * 32);
+  launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
 }
 
 // t, or a copy of it, whose rows the kernels may read as 16-byte chunks: the last dim
@@ -876,17 +799,10 @@ void backward_with_shape(const Tensor& grad_in, const Tensor& q_in, const Tensor
   p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
   p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
   p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
-  const bool deterministic = are_deterministic_algorithms_enabled();
-  Tensor grad_q_sum;  // the atomic mode's float32 dQ
-  if (!deterministic) {
-    grad_q_sum = zeros(grad_q.sizes(), TensorOptions(kFloat32).device(q.device()));
-    p.grad_q_sum = grad_q_sum.data_ptr<float>();
-  }
   with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
     constexpr int kD = decltype(dim)::value;
-    launch_backward<decltype(tag), kD, kKeyWarps != 0 ? kKeyWarps : GradKvShape<kD>::kWarps>(p, deterministic, op);
+    launch_backward<decltype(tag), kD, kKeyWarps != 0 ? kKeyWarps : GradKvShape<kD>::kWarps>(p, op);
   });
-  if (!deterministic) copy_into(grad_q, grad_q_sum);
 }
 
 }  // namespace

@@ -33,9 +33,7 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const Tensor& out, const Tensor& log_sum_exp);
 
 // dQ, dK, dV (contiguous, the shapes and dtype of q, k, v) from grad (O's gradient) and what
-// the forward saved: out and log_sum_exp. dQ is summed with float32 atomics (its bits may
-// change from run to run) unless are_deterministic_algorithms_enabled() (core/determinism.h):
-// then by a second pass, no atomics, the same bits every run. dK and dV: the same bits always.
+// the forward saved: out and log_sum_exp. No atomics: the same bits every run.
 void flash_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec,
                               const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);

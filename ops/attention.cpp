@@ -21,8 +21,8 @@
 // Here in two passes, each race-free and deterministic: one owns a tile of keys (of a
 // key/value head, every query head that shares it: grouped-query attention) and sums dK and
 // dV over the queries; the other owns a tile of queries and sums dQ over the keys. Each
-// recomputes P, the price of no atomics and no stored scores. (The GPU's default instead adds
-// the key tiles' shares of dQ with atomics, in one pass; see cuda/flash_attention.cu.)
+// recomputes P, the price of no atomics and no stored scores. The GPU's kernels do the same
+// (cuda/flash_attention.cu says why not FlashAttention-2's atomic dQ).
 //
 // Dropout keys score (b, h, i, j) by its index in the row-major order of the [B, Hq, Sq, Sk]
 // scores, from one reserved Philox stream (kernels/dropout.h), exactly as softmax_dropout

@@ -1,23 +1,21 @@
 // Experiment: the flash-attention backward (cuda/flash_attention.cu) with grad_kv blocks of 4
-// warps (64 keys) and of 8 warps (128 keys), in both of its modes (atomic dQ, deterministic),
-// timed side by side in one run in bfloat16, each checked against the library's own backward
-// (deterministic mode) on the same inputs. Not part of the build: the measurement behind
-// GradKvShape's choice in docs/perf-notes.md. The kernels are the library's own, included
-// from the source; only grad_kv's block size differs.
+// warps (64 keys, the library's GradKvShape) and of 8 warps (128 keys), timed side by side in
+// one run in bfloat16, each checked against the library's own backward on the same inputs. Not
+// part of the build: the measurement behind GradKvShape's choice in docs/perf-notes.md. The
+// kernels are the library's own, included from the source; only grad_kv's block size differs.
 //
-// What 128-key blocks change: the atomic mode adds each step's share of dQ once a block, so
-// half as many blocks make half the float32 reductions into dQ (the reductions, not the
-// instructions, were what bound the atomic grad_kv: docs/perf-notes.md); a step's Q and dO
-// tiles are copied once for 8 warps instead of 4. What they cost: one block an SM (8 warps)
-// where two 4-warp blocks fit, so a barrier stalls every warp of the SM, and causal blocks
-// compute more masked-out tiles.
+// What 128-key blocks change: a step's Q and dO tiles (and the queries' L and D) are copied
+// once for 8 warps instead of 4. What they cost: one block an SM (8 warps) where two 4-warp
+// blocks fit, so a barrier stalls every warp of the SM, and causal blocks compute more
+// masked-out tiles. (This experiment also timed FlashAttention-2's atomic dQ, for which larger
+// blocks halve the adds; the library dropped it when the separate grad_q pass beat it.)
 //
 // Build (after a CUDA build in build-gpu; about two minutes):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I build-gpu/include \
 //     -I .deps/root/usr/include -DMINIGRAD_WITH_CUDA=1 bench/experiments/flash_backward_shapes.cu \
 //     build-gpu/libminigrad.a -L .deps/root/usr/lib/x86_64-linux-gnu -lfmt -lcublas -lcublasLt \
 //     -o build-gpu/flash_backward_shapes
-// Run: build-gpu/flash_backward_shapes (one line per shape, block size and mode).
+// Run: build-gpu/flash_backward_shapes (one line per shape and block size).
 
 // The included file defines the library's entry points, which libminigrad.a defines too.
 #define flash_attention_supports experiment_flash_attention_supports
@@ -59,13 +57,12 @@ struct Grads {
   double ms = 0;
 };
 
-// One backward with grad_kv blocks of kKeyWarps warps, in the given mode, on the inputs.
+// One backward with grad_kv blocks of kKeyWarps warps (0: the library's) on the inputs.
 template <int kKeyWarps>
-Grads run_backward(const Inputs& in, bool deterministic) {
+Grads run_backward(const Inputs& in) {
   const TensorOptions like = TensorOptions(in.q.dtype()).device(in.q.device());
   Grads g{full(in.q.sizes(), std::nan(""), like), full(in.k.sizes(), std::nan(""), like),
           full(in.v.sizes(), std::nan(""), like)};
-  DeterministicAlgorithmsGuard mode(deterministic);
   g.ms = experiments::median_ms([&] {
     cuda::backward_with_shape<kKeyWarps>(in.grad, in.q, in.k, in.v, in.out, in.lse, in.spec, g.q, g.k, g.v);
   }, 15);
@@ -78,8 +75,8 @@ double max_error(const Tensor& got, const Tensor& want) {
 double max_magnitude(const Tensor& t) { return max(abs(t.to(kFloat32))).item<double>(); }
 
 template <int kD, int kKeyWarps>
-void report(const Problem& pr, const Inputs& in, const Grads& reference, bool deterministic) {
-  const Grads g = run_backward<kKeyWarps>(in, deterministic);
+void report(const Problem& pr, const Inputs& in, const Grads& reference) {
+  const Grads g = run_backward<kKeyWarps>(in);
   // TFLOP/s of the backward alone: 2.5 times the forward's 4 B H S^2 D, halved when causal.
   const double flops =
       2.5 * 4.0 * pr.batch * pr.heads * pr.len * pr.len * pr.dim / (pr.is_causal ? 2.0 : 1.0);
@@ -93,13 +90,11 @@ void report(const Problem& pr, const Inputs& in, const Grads& reference, bool de
   all_ok = all_ok && ok;
   const int regs = [&] {
     cudaFuncAttributes a{};
-    cudaFuncGetAttributes(&a, cuda::attention_grad_kv_kernel<BFloat16, kD, true, kKeyWarps>);
+    cudaFuncGetAttributes(&a, cuda::attention_grad_kv_kernel<BFloat16, kD, kKeyWarps>);
     return a.numRegs;
   }();
-  std::printf("  grad_kv %d warps (%3d keys) %-13s: %8.3f ms %6.1f TFLOP/s  (grad_kv %3d registers)  "
-              "vs library: %.2e %s\n",
-              kKeyWarps, kKeyWarps * 16, deterministic ? "deterministic" : "atomic dQ", g.ms, flops / g.ms * 1e-9,
-              regs, worst, ok ? "ok" : "MISMATCH");
+  std::printf("  grad_kv %d warps (%3d keys): %8.3f ms %6.1f TFLOP/s  (grad_kv %3d registers)  vs library: %.2e %s\n",
+              kKeyWarps, kKeyWarps * 16, g.ms, flops / g.ms * 1e-9, regs, worst, ok ? "ok" : "MISMATCH");
 }
 
 template <int kD>
@@ -119,11 +114,9 @@ void run_problem(const Problem& pr) {
   std::printf("(%lld, %lld, %lld, %lld)%s, bf16, backward:\n", static_cast<long long>(pr.batch),
               static_cast<long long>(pr.heads), static_cast<long long>(pr.len), static_cast<long long>(pr.dim),
               pr.is_causal ? " causal" : "");
-  const Grads reference = run_backward<0>(in, true);
-  for (bool deterministic : {false, true}) {
-    report<kD, 4>(pr, in, reference, deterministic);
-    report<kD, 8>(pr, in, reference, deterministic);
-  }
+  const Grads reference = run_backward<0>(in);
+  report<kD, 4>(pr, in, reference);
+  report<kD, 8>(pr, in, reference);
 }
 
 }  // namespace
