@@ -40,10 +40,9 @@
 // (kernels/dropout.h): the mask is regenerated in the backward, never stored.
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
-// 4 instantiations of each kernel. The tile
-// shapes (ForwardShape, GradKvShape) are constants, which only the experiments under
-// bench/experiments/ vary. Everything else is a runtime value, so the options do not multiply
-// the build.
+// 4 instantiations of each kernel. The tile shapes (ForwardShape, GradKvShape) are constants,
+// which only the experiments under bench/experiments/ vary. Everything else is a runtime
+// value, so the options do not multiply the build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

@@ -14,11 +14,12 @@
 //
 // The rows' layout and kernel choice are cuda/row_kernels.cuh's, with at most 32 elements a
 // thread in the forward for 16-bit types and 16 otherwise (kForwardElementsPerThread,
-// kBackwardElementsPerThread): bfloat16 rows of up to 8192 elements in the forward's registers,
-// 4096 in the backward's (each input read once, each output written once), longer ones two
-// passes of a block (online max and sum, then the write). Rows whose length or pointers do not allow
-// 16-byte vectors also take the two-pass kernel, one element at a time: that keeps the
-// register kernels to the vector width alone (attention rows are multiples of 8 elements).
+// kBackwardElementsPerThread): bfloat16 rows of up to 8192 elements in the forward's
+// registers, 4096 in the backward's (each input read once, each output written once), longer
+// ones two passes of a block (online max and sum, then the write). Rows whose length or
+// pointers do not allow 16-byte vectors also take the two-pass kernel, one element at a time:
+// that keeps the register kernels to the vector width alone (attention rows are multiples of
+// 8 elements).
 //
 // The options are runtime values, not template parameters, so each dtype compiles one
 // kernel per row-length bucket whatever the options: the mask's kind (none, bool,
@@ -270,7 +271,8 @@ constexpr int kBackwardElementsPerThread = 16;
 // row), which caps a thread at 64 registers. Without the cap the bfloat16 kernels for rows of
 // 1024 took 80 registers (forward) and 91 (backward), so an SM held 24 or 20 warps: too few
 // loads in flight to reach the copy rate. A thread holding more than 16 elements (kElements:
-// the 16-bit forward) has more of its own loads in flight and gets 3 blocks (85 registers). A double row needs up to 64 registers for its values alone: no cap.
+// the 16-bit forward) has more of its own loads in flight and gets 3 blocks (85 registers).
+// A double row needs up to 64 registers for its values alone: no cap.
 template <typename T, int kElements>
 constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : kElements > 16 ? 3 : 4;
 
