@@ -37,7 +37,9 @@
 // tile only when the tile has any of them (a test per tile, the same for all of a warp's
 // lanes); inside a clean tile a score is just scaled. Dropout keys score (b, h, i, j) by its
 // index in the row-major [B, Hq, Sq, Sk] order, as softmax_dropout keys its input
-// (kernels/dropout.h): the mask is regenerated in the backward, never stored.
+// (kernels/dropout.h): the mask is regenerated in the backward, never stored. A Philox call
+// decides 8 scores, which lie in several lanes; the lanes split the calls and exchange the
+// bits by shuffles (keep_bits_query_rows, keep_bits_key_rows).
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
 // 4 instantiations of each kernel. The tile shapes (ForwardShape, GradKvShape) are constants,
@@ -194,14 +196,100 @@ __device__ void with_dropout(const Params& p, F&& f) {
     f(std::false_type{});
 }
 
-// The dropout factors of scores index and index + 1: 0 (dropped) or 1 / (1 - p).
-__device__ void keep_factors(const Params& p, uint64_t index, float& first, float& second) {
+// ---- dropout: one Philox call per group of 8 scores ----
+//
+// A Philox call decides 8 consecutive scores of a row (kernels/dropout.h). When Sk is a
+// multiple of 8, every group starts at a multiple of 8 keys, i.e. at one of a C tile's
+// n-blocks, and its 8 scores lie in several lanes: in a quad's 4 lanes, 2 each, with queries
+// as rows (forward, grad_q); in 8 lanes, 1 each, with keys as rows (grad_kv). Drawn by every
+// lane that needs it, a group took 4 or 8 calls. Here the lanes that share groups split the
+// calls among them and exchange the bits by shuffles: one call a group. When Sk is not a
+// multiple of 8 (groups straddle n-blocks, at offsets that differ from row to row), each lane
+// draws what it needs. Either way the result is keep[nb]: bit e set iff the lane's score
+// c[nb][e] of its C tile is kept. Every lane of the warp must call these (they shuffle).
+
+// Bits 0 and 1: whether scores index and index + 1 are kept (their groups may differ).
+__device__ uint32_t pair_keep_bits(const Params& p, uint64_t index) {
   const uint32_t bits = p.dropout.keep_bits(index / dropout_bits::kElementsPerBlock);
   const uint32_t at = index % dropout_bits::kElementsPerBlock;
-  const bool keep_second =
+  const uint32_t second =
       at + 1 < dropout_bits::kElementsPerBlock ? (bits >> (at + 1)) & 1u : p.dropout.keep(index + 1);
-  first = (bits >> at) & 1u ? p.keep_scale : 0.0f;
-  second = keep_second ? p.keep_scale : 0.0f;
+  return ((bits >> at) & 1u) | second << 1;
+}
+
+// Queries as rows (forward, grad_q): the lane's scores of rows row0 + c_row(e), keys col0 +
+// c_col(nb, e), of query head h. Lane m of a quad (m = lane % 4) draws the groups of n-blocks
+// m, m + 4, ... of both its rows, and takes bits 2m, 2m + 1 of every group the quad drew.
+template <int kN>
+__device__ void keep_bits_query_rows(const Params& p, int b, int h, int row0, int col0, uint32_t (&keep)[kN / 8]) {
+  static_assert(kN % 32 == 0, "n-blocks shared out 4 ways");
+  const int lane = threadIdx.x % 32, m = lane % 4;
+  if (p.k_len % 8 == 0) {
+    constexpr int kDrawn = kN / 32;  // n-blocks a lane draws (two groups each: its two rows)
+    uint32_t drawn[(kDrawn + 1) / 2] = {};  // byte 2k + half of the pair's word: n-block 4k + m, row half
+#pragma unroll
+    for (int k = 0; k < kDrawn; ++k)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        const uint64_t first = p.score_index(b, h, row0 + c_row(2 * half), col0 + (4 * k + m) * 8);
+        drawn[k / 2] |= p.dropout.keep_bits(first / dropout_bits::kElementsPerBlock) << (8 * (2 * (k % 2) + half));
+      }
+#pragma unroll
+    for (int w = 0; w < (kDrawn + 1) / 2; ++w)
+#pragma unroll
+      for (int source = 0; source < 4; ++source) {
+        const uint32_t word = __shfl_sync(0xffffffffu, drawn[w], (lane & ~3) | source);
+#pragma unroll
+        for (int k = 2 * w; k < 2 * w + 2 && k < kDrawn; ++k) {
+          const int nb = 4 * k + source;
+          keep[nb] = 0;
+#pragma unroll
+          for (int half = 0; half < 2; ++half)
+            keep[nb] |= ((word >> (8 * (2 * (k % 2) + half) + 2 * m)) & 3u) << (2 * half);
+        }
+      }
+  } else {
+#pragma unroll
+    for (int nb = 0; nb < kN / 8; ++nb) {
+      keep[nb] = 0;
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+        keep[nb] |= pair_keep_bits(p, p.score_index(b, h, row0 + c_row(2 * half), col0 + c_col(nb, 0))) << (2 * half);
+    }
+  }
+}
+
+// Keys as rows (grad_kv): the lane's scores of keys key0 + c_row(e), queries query0 +
+// c_col(nb, e), of query head h, over a step's 32 queries. Lane (m, g) = (lane % 4, lane / 4)
+// draws the groups of query c_col(g / 2, g % 2) over keys key0 .. key0 + 15 (two groups), and
+// takes bit g (its key) of every group the 8 lanes with its m drew.
+__device__ void keep_bits_key_rows(const Params& p, int b, int h, int key0, int query0,
+                                   uint32_t (&keep)[kQueriesPerStep / 8]) {
+  static_assert(kQueriesPerStep == 32, "8 lanes a quad position, two queries an n-block");
+  const int lane = threadIdx.x % 32, m = lane % 4, g = lane / 4;
+  if (p.k_len % 8 == 0) {
+    const int i = query0 + g / 2 * 8 + 2 * m + g % 2;
+    const uint64_t first = p.score_index(b, h, i, key0) / dropout_bits::kElementsPerBlock;
+    const uint32_t drawn = p.dropout.keep_bits(first) | p.dropout.keep_bits(first + 1) << 8;
+#pragma unroll
+    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb) {
+      keep[nb] = 0;
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {  // query c_col(nb, c): drawn by the lane with g = 2 nb + c
+        const uint32_t word = __shfl_sync(0xffffffffu, drawn, (2 * nb + c) * 4 + m);
+        keep[nb] |= ((word >> g) & 1u) << c | ((word >> (8 + g)) & 1u) << (2 + c);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb) {
+      keep[nb] = 0;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        keep[nb] |= static_cast<uint32_t>(p.dropout.keep(p.score_index(b, h, query0 + c_col(nb, e), key0 + c_row(e))))
+                    << e;
+    }
+  }
 }
 
 // Rows row0 .. row0 + kRows - 1 of one head (rows `row_stride` apart) into a swizzled tile by
@@ -424,16 +512,14 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
             l[t][half] += s[t][nb][e];  // the denominator sums every probability, dropped or not
           }
       }
-      if (p.drop)
+      if (p.drop) {
+        uint32_t kept[kKeys / 8];
+        keep_bits_query_rows<kKeys>(p, b, h, row0, j0, kept);
 #pragma unroll
         for (int nb = 0; nb < kKeys / 8; ++nb)
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            float first, second;
-            keep_factors(p, p.score_index(b, h, row0 + c_row(2 * half), j0 + c_col(nb, 0)), first, second);
-            s[t][nb][2 * half] *= first;
-            s[t][nb][2 * half + 1] *= second;
-          }
+          for (int e = 0; e < 4; ++e) s[t][nb][e] *= (kept[nb] >> e) & 1u ? p.keep_scale : 0.0f;
+      }
     }
 
     // O += P V: P straight from the C fragments; each V fragment serves the kTiles tiles.
@@ -582,9 +668,11 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
     // Whether the warp's own 16 keys need masking (a warp-uniform test: no barrier inside).
     to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0 + warp_row0, kWarpRows), b,
                                         h, j0 + warp_row0, q0, s);
-    // With keys as rows, a lane's scores are Sk apart in the dropout's order: a Philox call
-    // each (with_dropout keeps that code out of the loop when nothing is dropped).
+    // The dropout's decisions, a Philox call a group of 8 scores shared out by shuffles
+    // (with_dropout keeps that code out of the loop when nothing is dropped).
     with_dropout(p, [&](auto dropout) {
+      uint32_t kept[kQueriesPerStep / 8];
+      if constexpr (decltype(dropout)::value) keep_bits_key_rows(p, b, h, j0 + warp_row0, q0, kept);
 #pragma unroll
       for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
 #pragma unroll
@@ -592,8 +680,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
           const int c = c_col(nb, e);
           const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
           float keep = 1.0f;
-          if constexpr (decltype(dropout)::value)
-            keep = p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))) ? p.keep_scale : 0.0f;
+          if constexpr (decltype(dropout)::value) keep = (kept[nb] >> e) & 1u ? p.keep_scale : 0.0f;
           s[nb][e] = prob * keep;
           dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
         }
@@ -660,19 +747,15 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
     to_scores<T, false, kKeysPerStep>(p, tile_needs_masking(p, i0, kBlockRows, j0, kKeysPerStep), b, h,
                                       i0 + warp_row0, j0, s);
     with_dropout(p, [&](auto dropout) {
+      uint32_t kept[kKeysPerStep / 8];
+      if constexpr (decltype(dropout)::value) keep_bits_query_rows<kKeysPerStep>(p, b, h, i0 + warp_row0, j0, kept);
 #pragma unroll
       for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
 #pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int i = i0 + warp_row0 + c_row(2 * half), j = j0 + c_col(nb, 0);
-          float keep[2] = {1.0f, 1.0f};
-          if constexpr (decltype(dropout)::value) keep_factors(p, p.score_index(b, h, i, j), keep[0], keep[1]);
-#pragma unroll
-          for (int c = 0; c < 2; ++c) {
-            float& x = s[nb][2 * half + c];
-            const float prob = exp2_approx(x - lse[half]);
-            x = prob * (keep[c] * dp[nb][2 * half + c] - delta[half]) * p.scale;  // scale dS
-          }
+        for (int e = 0; e < 4; ++e) {
+          const float keep = decltype(dropout)::value ? ((kept[nb] >> e) & 1u ? p.keep_scale : 0.0f) : 1.0f;
+          const float prob = exp2_approx(s[nb][e] - lse[e / 2]);
+          s[nb][e] = prob * (keep * dp[nb][e] - delta[e / 2]) * p.scale;  // scale dS
         }
     });
     tile_times_columns<T, kKeysPerStep, kD>(s, keys, dq);  // dQ += scale dS K

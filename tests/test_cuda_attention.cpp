@@ -55,6 +55,8 @@ const Case kCases[] = {
     {2, 4, 2, 77, 150, 64, true, kPadding, 0.2},   // everything at once
     {2, 4, 4, 70, 90, 64, false, kAdditive, 0.0},  // an additive mask: -inf entries, a fully masked row
     {1, 4, 2, 65, 130, 128, true, kAdditive, 0.1}, // ... with causal, grouped-query heads, dropout
+    {2, 4, 2, 77, 136, 64, true, kPadding, 0.2},   // Sk a multiple of 8: lanes share each group's Philox call
+    {1, 2, 1, 50, 200, 128, false, kNoMask, 0.5},  // ... at head dim 128, grouped-query heads
     {1, 2, 2, 64, 64, 32, false, kNoMask, 0.0},    // head dim 32
     {1, 2, 2, 40, 50, 96, true, kNoMask, 0.0},     // head dim 96
 };

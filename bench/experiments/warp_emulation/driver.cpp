@@ -142,6 +142,9 @@ const std::vector<Case> kCases = {
     {"empty_queries",                  1, 2, 2,    0,  10,  64, false, Mask::None,            0.0},
     {"high_dropout",                   1, 2, 2,   64, 128,  64, true,  Mask::None,            0.9},
     {"one_row_short_of_tiles",         1, 2, 2,   63, 127,  64, false, Mask::None,            0.0},
+    // Sk a multiple of 8: the lanes share each group of 8 scores' Philox call (the others draw their own)
+    {"gqa_causal_padding_dropout_sk8", 2, 4, 2,   77, 136,  64, true,  Mask::PaddingBool,     0.2},
+    {"dropout_d128_sk8",               1, 2, 1,   50, 200, 128, false, Mask::None,            0.5},
 };
 
 int failures = 0;

@@ -9,8 +9,8 @@
 //     cooperatively on one OS thread: a fiber runs until it reaches a barrier, then yields.
 //     Blocks run one after the other.
 //   - __syncthreads() is a barrier of the block's threads; the warp collectives (ldmatrix,
-//     mma.sync, __shfl_xor_sync) are barriers of the warp's 32 lanes that exchange the lanes'
-//     operands, as the hardware does, through a per-warp table.
+//     mma.sync, __shfl_xor_sync, __shfl_sync) are barriers of the warp's 32 lanes that
+//     exchange the lanes' operands, as the hardware does, through a per-warp table.
 //   - ldmatrix.m8n8 (x1, x2, x4, with or without .trans), mma.sync.m16n8k16 (f16 and bf16
 //     inputs, f32 accumulators) and cp.async (+ commit_group, wait_group) follow the fragment
 //     layouts of the PTX ISA, written here from the ISA's figures and not from cuda/mma.cuh:
@@ -40,7 +40,7 @@
 //
 // Built with g++ (not nvcc): the CUDA headers give the types (__half, __nv_bfloat16, dim3)
 // and the host versions of the conversion intrinsics; this header then redefines the
-// execution-space keywords and threadIdx/blockIdx/__syncthreads/__shfl_xor_sync. It must be
+// execution-space keywords and threadIdx/blockIdx/__syncthreads/the shuffles. It must be
 // included before any other header that uses those names.
 #include <setjmp.h>
 #include <ucontext.h>
@@ -392,12 +392,13 @@ inline void cp_async_wait_group(int pending) {
 
 // ---- warp collectives ----
 
-enum class Collective : int { Ldmatrix, Mma, Shuffle, Syncwarp };
+enum class Collective : int { Ldmatrix, Mma, Shuffle, ShuffleIndexed, Syncwarp };
 inline const char* collective_name(Collective c) {
-  return c == Collective::Ldmatrix ? "ldmatrix"
-         : c == Collective::Mma    ? "mma.sync"
-         : c == Collective::Shuffle ? "__shfl_xor_sync"
-                                    : "__syncwarp";
+  return c == Collective::Ldmatrix         ? "ldmatrix"
+         : c == Collective::Mma            ? "mma.sync"
+         : c == Collective::Shuffle        ? "__shfl_xor_sync"
+         : c == Collective::ShuffleIndexed ? "__shfl_sync"
+                                           : "__syncwarp";
 }
 
 // Each lane writes its operands into the warp's table, waits for the other 31, then reads
@@ -518,6 +519,19 @@ inline T shfl_xor_sync(unsigned mask, T v, int lane_mask) {
   exchange(table);
   T out;
   memcpy(&out, &table.value[(lane() ^ lane_mask) % kWarpSize], 4);
+  return out;
+}
+
+// __shfl_sync(mask, v, src_lane) for a full warp: v of lane src_lane (modulo 32).
+template <typename T>
+inline T shfl_sync(unsigned mask, T v, int src_lane) {
+  static_assert(sizeof(T) == 4, "32-bit shuffles only");
+  WarpTable& table = begin_collective(Collective::ShuffleIndexed, static_cast<int>(mask));
+  if (mask != 0xffffffffu) EMU_ERR("__shfl_sync with mask %#x: only full-warp shuffles are emulated", mask);
+  memcpy(&table.value[lane()], &v, 4);
+  exchange(table);
+  T out;
+  memcpy(&out, &table.value[src_lane % kWarpSize], 4);
   return out;
 }
 
@@ -644,6 +658,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_b
 #define blockDim (::emu::block_dim)
 #define __syncthreads() ::emu::syncthreads()
 #define __shfl_xor_sync(mask, v, lane_mask) ::emu::shfl_xor_sync((mask), (v), (lane_mask))
+#define __shfl_sync(mask, v, src_lane) ::emu::shfl_sync((mask), (v), (src_lane))
 #define __syncwarp(...) ::emu::syncwarp(__VA_ARGS__)
 // The device intrinsics the row kernels (cuda/block_reduce.cuh, cuda/convert.cuh) call.
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
