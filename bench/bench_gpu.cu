@@ -460,24 +460,27 @@ void linear_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
 
 // Attention in bf16 on the shapes of compare_pytorch.py's SDPA rows (B, H, S, D), causal or
 // not: the flash kernels, and at (4, 16, 1024, 128) also the composite twin, softmax_dropout(q
-// k^T) v with the [B, H, S, S] scores stored. TFLOP/s counts 4 B H S^2 D forward and 2.5x that
-// backward (3.5x for the full pass), halved when causal, as FlashAttention's papers count.
+// k^T) v with the [B, H, S, S] scores stored; GPT-2's shape also with dropout (p = 0.1, op
+// suffix _dropout). TFLOP/s counts 4 B H S^2 D forward and 2.5x that backward (3.5x for the
+// full pass), halved when causal, as FlashAttention's papers count.
 void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
   const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
   struct Case {
     Shape shape;
     bool is_causal;
     bool with_twin;
+    double dropout = 0.0;
   };
   const Case cases[] = {{{4, 16, 4096, 128}, false, false}, {{4, 16, 4096, 128}, true, false},
                         {{16, 16, 1024, 64}, false, false}, {{8, 12, 1024, 64}, true, false},
-                        {{4, 16, 1024, 128}, false, true}};
+                        {{4, 16, 1024, 128}, false, true},  {{8, 12, 1024, 64}, true, false, 0.1}};
   for (const Case& c : cases) {
     const Shape& shape = c.shape;
     const Tensor q = randn(shape, bf16_gpu), k = randn(shape, bf16_gpu), v = randn(shape, bf16_gpu);
     const Tensor dy = randn(shape, bf16_gpu);
     const double flops = 4.0 * shape[0] * shape[1] * shape[2] * shape[2] * shape[3] / (c.is_causal ? 2.0 : 1.0);
-    const std::string op = c.is_causal ? "scaled_dot_product_attention_causal" : "scaled_dot_product_attention";
+    const std::string op = std::string("scaled_dot_product_attention") + (c.is_causal ? "_causal" : "") +
+                           (c.dropout > 0 ? "_dropout" : "");
     using Attention = std::function<Tensor(const tensor_list&)>;
     auto pass_rows = [&](const char* impl, const Attention& f) {
       rows.push_back(gemm_row(op, impl, shape, "fwd", flops, ceilings, [&] { f({q, k, v}); }));
@@ -488,7 +491,7 @@ void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu
       }));
     };
     const Attention flash = [&](const tensor_list& t) {
-      return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);
+      return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, c.dropout, c.is_causal);
     };
     pass_rows("minigrad", flash);
     if (c.with_twin)

@@ -50,12 +50,14 @@ GPT2_PARAMETERS = 124439808
 ATTENTION_CASES = (((4, 16, 4096, 128), False), ((4, 16, 4096, 128), True), ((16, 16, 1024, 64), False),
                    ((8, 12, 1024, 64), True), ((4, 16, 1024, 128), False))
 ATTENTION_COMPOSITE_SHAPE = (4, 16, 1024, 128)
+# With dropout on the probabilities (training): GPT-2's shape, causal, p = 0.1; flash only.
+ATTENTION_DROPOUT_CASES = (((8, 12, 1024, 64), True, 0.1),)
 
 
-def _sdpa(F, sdpa_kernel, backend, q, k, v, causal):
+def _sdpa(F, sdpa_kernel, backend, q, k, v, causal, dropout_p=0.0):
     """PyTorch's scaled_dot_product_attention with one backend forced (an error if it cannot run)."""
     with sdpa_kernel(backend):
-        return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, dropout_p=dropout_p)
 
 
 def gpt2_parameter_shapes():
@@ -428,10 +430,12 @@ def measure(doc, use_compile, compile_budget_s, save):
     def attention_rows():
         from torch.nn.attention import SDPBackend, sdpa_kernel
         backends = (("pytorch_flash", SDPBackend.FLASH_ATTENTION), ("pytorch_cudnn", SDPBackend.CUDNN_ATTENTION))
-        for shape, causal in ATTENTION_CASES:
+        cases = [(shape, causal, 0.0) for shape, causal in ATTENTION_CASES] + list(ATTENTION_DROPOUT_CASES)
+        for shape, causal, dropout_p in cases:
             b, h, n, d = shape
             q, k, v, dy = (torch.randn(b, h, n, d, device=dev, dtype=torch.bfloat16, generator=gen) for _ in range(4))
             op = "scaled_dot_product_attention_causal" if causal else "scaled_dot_product_attention"
+            op += "_dropout" if dropout_p > 0 else ""
             fwd_flops = 4 * b * h * n * n * d / (2 if causal else 1)
             leaves = [t.detach().requires_grad_() for t in (q, k, v)]
 
@@ -441,8 +445,9 @@ def measure(doc, use_compile, compile_budget_s, save):
                         leaf.grad = None
                     f(*leaves).backward(dy)
                 return work
-            impls = [(impl, lambda a, b_, c, backend=backend: _sdpa(F, sdpa_kernel, backend, a, b_, c, causal))
-                     for impl, backend in backends]
+            impls = [(impl, lambda a, b_, c, backend=backend: _sdpa(F, sdpa_kernel, backend, a, b_, c, causal,
+                                                                   dropout_p))
+                     for impl, backend in backends if dropout_p == 0 or impl == "pytorch_flash"]
             if shape == ATTENTION_COMPOSITE_SHAPE and not causal:
                 impls.append(("pytorch_eager_composite",
                               lambda a, b_, c: torch.softmax(a @ b_.transpose(-1, -2) * a.shape[-1] ** -0.5, -1) @ c))
