@@ -205,8 +205,8 @@ __device__ void with_dropout(const Params& p, F&& f) {
 // lane that needs it, a group took 4 or 8 calls. Here the lanes that share groups split the
 // calls among them and exchange the bits by shuffles: one call a group. When Sk is not a
 // multiple of 8 (groups straddle n-blocks, at offsets that differ from row to row), each lane
-// draws what it needs. Either way the result is keep[nb]: bit e set iff the lane's score
-// c[nb][e] of its C tile is kept. Every lane of the warp must call these (they shuffle).
+// draws what it needs. The result is keep[nb]: bit e set iff the lane's score c[nb][e] of its
+// C tile is kept. Every lane of the warp must call these (they shuffle).
 
 // Bits 0 and 1: whether scores index and index + 1 are kept (their groups may differ).
 __device__ uint32_t pair_keep_bits(const Params& p, uint64_t index) {
@@ -259,35 +259,25 @@ __device__ void keep_bits_query_rows(const Params& p, int b, int h, int row0, in
   }
 }
 
-// Keys as rows (grad_kv): the lane's scores of keys key0 + c_row(e), queries query0 +
-// c_col(nb, e), of query head h, over a step's 32 queries. Lane (m, g) = (lane % 4, lane / 4)
-// draws the groups of query c_col(g / 2, g % 2) over keys key0 .. key0 + 15 (two groups), and
-// takes bit g (its key) of every group the 8 lanes with its m drew.
+// Keys as rows (grad_kv), Sk a multiple of 8: the lane's scores of keys key0 + c_row(e),
+// queries query0 + c_col(nb, e), of query head h, over a step's 32 queries. Lane (m, g) =
+// (lane % 4, lane / 4) draws the groups of query c_col(g / 2, g % 2) over keys key0 .. key0 +
+// 15 (two groups), and takes bit g (its key) of every group the 8 lanes with its m drew. (With
+// Sk not a multiple of 8, grad_kv draws a score at a time in its element loop.)
 __device__ void keep_bits_key_rows(const Params& p, int b, int h, int key0, int query0,
                                    uint32_t (&keep)[kQueriesPerStep / 8]) {
   static_assert(kQueriesPerStep == 32, "8 lanes a quad position, two queries an n-block");
   const int lane = threadIdx.x % 32, m = lane % 4, g = lane / 4;
-  if (p.k_len % 8 == 0) {
-    const int i = query0 + g / 2 * 8 + 2 * m + g % 2;
-    const uint64_t first = p.score_index(b, h, i, key0) / dropout_bits::kElementsPerBlock;
-    const uint32_t drawn = p.dropout.keep_bits(first) | p.dropout.keep_bits(first + 1) << 8;
+  const int i = query0 + g / 2 * 8 + 2 * m + g % 2;
+  const uint64_t first = p.score_index(b, h, i, key0) / dropout_bits::kElementsPerBlock;
+  const uint32_t drawn = p.dropout.keep_bits(first) | p.dropout.keep_bits(first + 1) << 8;
 #pragma unroll
-    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb) {
-      keep[nb] = 0;
+  for (int nb = 0; nb < kQueriesPerStep / 8; ++nb) {
+    keep[nb] = 0;
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {  // query c_col(nb, c): drawn by the lane with g = 2 nb + c
-        const uint32_t word = __shfl_sync(0xffffffffu, drawn, (2 * nb + c) * 4 + m);
-        keep[nb] |= ((word >> g) & 1u) << c | ((word >> (8 + g)) & 1u) << (2 + c);
-      }
-    }
-  } else {
-#pragma unroll
-    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb) {
-      keep[nb] = 0;
-#pragma unroll
-      for (int e = 0; e < 4; ++e)
-        keep[nb] |= static_cast<uint32_t>(p.dropout.keep(p.score_index(b, h, query0 + c_col(nb, e), key0 + c_row(e))))
-                    << e;
+    for (int c = 0; c < 2; ++c) {  // query c_col(nb, c): drawn by the lane with g = 2 nb + c
+      const uint32_t word = __shfl_sync(0xffffffffu, drawn, (2 * nb + c) * 4 + m);
+      keep[nb] |= ((word >> g) & 1u) << c | ((word >> (8 + g)) & 1u) << (2 + c);
     }
   }
 }
@@ -672,7 +662,9 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
     // (with_dropout keeps that code out of the loop when nothing is dropped).
     with_dropout(p, [&](auto dropout) {
       uint32_t kept[kQueriesPerStep / 8];
-      if constexpr (decltype(dropout)::value) keep_bits_key_rows(p, b, h, j0 + warp_row0, q0, kept);
+      const bool groups_aligned = p.k_len % 8 == 0;
+      if constexpr (decltype(dropout)::value)
+        if (groups_aligned) keep_bits_key_rows(p, b, h, j0 + warp_row0, q0, kept);
 #pragma unroll
       for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
 #pragma unroll
@@ -680,7 +672,12 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
           const int c = c_col(nb, e);
           const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
           float keep = 1.0f;
-          if constexpr (decltype(dropout)::value) keep = (kept[nb] >> e) & 1u ? p.keep_scale : 0.0f;
+          if constexpr (decltype(dropout)::value) {
+            const bool kept_here = groups_aligned
+                                       ? (kept[nb] >> e) & 1u
+                                       : p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e)));
+            keep = kept_here ? p.keep_scale : 0.0f;
+          }
           s[nb][e] = prob * keep;
           dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
         }
