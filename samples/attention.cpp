@@ -18,11 +18,12 @@
 //   - that they compute the same thing: the output and dQ, dK, dV, the dropout included
 //     (both draw the same stream and drop the same scores);
 //   - time and memory of forward + backward side by side, and the size of one score matrix.
-// Memory is the lesson: on an H100 the fused op allocated 97 MiB where the twin allocated
-// 1568. Time is not, yet: there the two took the same time (2.44 against 2.40 ms for the
-// twin, on cuBLAS and the fused softmax_dropout): minigrad's flash forward is now the faster
-// of the two, its backward still 1.6x slower than FlashAttention-2's (docs/perf-notes.md). A
-// kernel that moves less memory is not fast by that alone.
+// Memory is the lesson: on an H100 the fused op allocated 65 MiB where the twin allocated
+// 1568. Time followed only once the kernels' own costs came down: with dropout, each Philox
+// call (8 decisions) was first made by every lane that held one of its scores, up to 8 times
+// over, and the fused op took 2.28 ms against the twin's 1.98 (on cuBLAS and the fused
+// softmax_dropout); with each call made once and its bits passed between lanes, 1.18 ms
+// (docs/perf-notes.md). A kernel that moves less memory is not fast by that alone.
 //
 //   attention [--device cpu|cuda]
 //
