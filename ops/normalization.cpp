@@ -197,37 +197,44 @@ struct RowBuffers {
   std::vector<double> storage;
   std::vector<T> act_grad;  // act'(z), for the GELU epilogue
   RowBuffers(int64_t n, bool with_epilogue)
-      : storage(3 * static_cast<size_t>(n)), act_grad(with_epilogue ? static_cast<size_t>(n) : 0) {}
+      : storage(2 * static_cast<size_t>(n)), act_grad(with_epilogue ? static_cast<size_t>(n) : 0) {}
 };
 
 // One row of the backward: its terms of dweight and dbias (dw, db: null where not wanted)
-// and, where out is not null, its dx.
+// and, where out is not null, its dx. Three passes over the row: xhat (and z, whose act'(z)
+// a loop of its own computes); then dz = dy act'(z), its terms of dweight and dbias, dxhat =
+// dz w and the two sums of dxhat in kSumLanes lanes (sum_in_lanes' order, so the same bits
+// as summing in passes of their own); then dx. Each pass vectorizes; the row (a few arrays
+// of n doubles) stays in L2 between them.
 template <NormKind kKind, Epilogue kEpilogue, typename T>
 MG_CPU_CLONES static void backward_row(const T* g, const T* in, double mean, double rstd, const double* weight,
                                        const double* bias, RowBuffers<T>& buffers, double* dw, double* db, T* out,
                                        int64_t n) {
   double* xhat = buffers.storage.data();
-  double* dz = xhat + n;
-  double* dxhat = dz + n;
-  // Simple loops, each of which the compiler vectorizes.
+  double* dxhat = xhat + n;
+  T* act = buffers.act_grad.data();  // act'(z) (the GELU epilogue only)
   for (int64_t i = 0; i < n; ++i) xhat[i] = normalization::normalized<kKind>(static_cast<double>(in[i]), mean, rstd);
-  for (int64_t i = 0; i < n; ++i) dz[i] = static_cast<double>(g[i]);
   if constexpr (kEpilogue != Epilogue::Identity) {
-    T* z = buffers.act_grad.data();
-    for (int64_t i = 0; i < n; ++i) z[i] = static_cast<T>(xhat[i] * weight[i] + bias[i]);
-    activate_derivative_row<kEpilogue>(z, n);
-    for (int64_t i = 0; i < n; ++i) dz[i] *= static_cast<double>(z[i]);
+    for (int64_t i = 0; i < n; ++i) act[i] = static_cast<T>(xhat[i] * weight[i] + bias[i]);
+    activate_derivative_row<kEpilogue>(act, n);
   }
-  if (dw)
-    for (int64_t i = 0; i < n; ++i) dw[i] += dz[i] * xhat[i];
-  if (db)
-    for (int64_t i = 0; i < n; ++i) db[i] += dz[i];
+  double sum_lanes[kSumLanes] = {}, dot_lanes[kSumLanes] = {};  // of dxhat and dxhat * xhat
+  auto element = [&](int64_t i, int lane) {
+    double dz = static_cast<double>(g[i]);
+    if constexpr (kEpilogue != Epilogue::Identity) dz *= static_cast<double>(act[i]);
+    if (dw) dw[i] += dz * xhat[i];
+    if (db) db[i] += dz;
+    dxhat[i] = dz * weight[i];
+    sum_lanes[lane] += dxhat[i];
+    dot_lanes[lane] += dxhat[i] * xhat[i];
+  };
+  const int64_t whole = n / kSumLanes * kSumLanes;
+  for (int64_t i = 0; i < whole; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) element(i + j, j);
+  for (int64_t i = whole; i < n; ++i) element(i, static_cast<int>(i - whole));
   if (!out) return;
-  // dxhat = dz * w, then its two sums in kSumLanes lanes (an order fixed by n).
-  for (int64_t i = 0; i < n; ++i) dxhat[i] = dz[i] * weight[i];
-  const double mean_dxhat = sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i]; }) / static_cast<double>(n);
-  const double mean_dxhat_xhat =
-      sum_in_lanes<double>(n, [&](int64_t i) { return dxhat[i] * xhat[i]; }) / static_cast<double>(n);
+  const double mean_dxhat = combine_lanes(sum_lanes) / static_cast<double>(n);
+  const double mean_dxhat_xhat = combine_lanes(dot_lanes) / static_cast<double>(n);
   for (int64_t i = 0; i < n; ++i)
     out[i] = static_cast<T>(normalization::input_gradient<kKind>(dxhat[i], xhat[i], rstd, mean_dxhat, mean_dxhat_xhat));
 }
