@@ -10,6 +10,7 @@
 // bfloat16 as float) and round its result to the output's dtype once, at the store: one
 // formula, one rounding, on either device.
 #include <array>
+#include <limits>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -188,7 +189,7 @@ void cpu_map_any(const Tensor& out, const F& f, const std::array<const Tensor*, 
   }
 }
 
-// ---- sums in a fixed order, for the CPU reductions (ops/reduce.cpp, ops/softmax.cpp) ----
+// ---- sums in a fixed order, and maxima, for the CPU reductions (ops/reduce.cpp, ops/softmax.cpp) ----
 
 // Independent accumulators of a lane sum: enough to vectorize the loop and keep the adders
 // busy (one accumulator is one long chain of dependent adds).
@@ -213,6 +214,23 @@ MG_INLINE_IN_CLONES acc_t sum_in_lanes(int64_t n, const Term& term) {
     for (int j = 0; j < kSumLanes; ++j) lane[j] += term(i + j);
   for (int64_t i = whole; i < n; ++i) lane[i - whole] += term(i);
   return combine_lanes(lane);
+}
+
+// The largest of v[0 .. n), NaNs skipped (as fmax does), -inf for none, in kSumLanes running
+// maxima as sum_in_lanes sums: one running maximum makes each compare wait for the one before
+// and stays scalar; the lanes' compares vectorize. A maximum rounds nothing, so the order
+// changes no result (ops/softmax.cpp, ops/dropout.cpp).
+template <typename T>
+MG_INLINE_IN_CLONES T max_in_lanes(const T* v, int64_t n) {
+  T lane[kSumLanes];
+  for (int j = 0; j < kSumLanes; ++j) lane[j] = -std::numeric_limits<T>::infinity();
+  const int64_t whole = n / kSumLanes * kSumLanes;
+  for (int64_t i = 0; i < whole; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) lane[j] = v[i + j] > lane[j] ? v[i + j] : lane[j];
+  T best = -std::numeric_limits<T>::infinity();
+  for (int64_t i = whole; i < n; ++i) best = v[i] > best ? v[i] : best;
+  for (int j = 0; j < kSumLanes; ++j) best = lane[j] > best ? lane[j] : best;
+  return best;
 }
 
 // ---- the same maps on out's device: the CPU loop above, or the CUDA engine ----

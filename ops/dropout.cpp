@@ -177,11 +177,10 @@ MG_CPU_CLONES static void mask_lane(const bool* mask, int64_t step, int64_t n, T
   for (int64_t j = 0; j < n; ++j) v[j] = mask[j * step] ? v[j] : kMaskedOut<T>;
 }
 
+// The lane's largest logit (cpu_loops.h), compiled for each instruction set.
 template <typename T>
 MG_CPU_CLONES static T lane_max(const T* v, int64_t n) {
-  T m = kMaskedOut<T>;
-  for (int64_t j = 0; j < n; ++j) m = v[j] > m ? v[j] : m;
-  return m;
+  return max_in_lanes(v, n);
 }
 
 // v[j] = e^(v[j] - shift): float's vectorizable exp (kernels/fast_math.h), std::exp for double.
@@ -195,11 +194,11 @@ MG_CPU_CLONES static void exp_shifted(T* v, T shift, int64_t n) {
   }
 }
 
+// In kSumLanes lanes (cpu_loops.h): one running sum made each add wait for the one before
+// (a 4096-element lane, 4096 dependent adds), where the lanes' adds overlap and vectorize.
 template <typename T>
 MG_CPU_CLONES static double sum_as_double(const T* v, int64_t n) {
-  double sum = 0.0;
-  for (int64_t j = 0; j < n; ++j) sum += static_cast<double>(v[j]);
-  return sum;
+  return sum_in_lanes<double>(n, [&](int64_t j) { return static_cast<double>(v[j]); });
 }
 
 // out[j] = v[j] * factor * keep[j] (keep[j] = 1 everywhere when `keep` is null).
@@ -220,11 +219,34 @@ MG_CPU_CLONES static void keep_bits_of_groups(const dropout_bits::Mask& mask, ui
   for (int64_t g = 0; g < count; ++g) bits[g] = mask.keep_bits(first + static_cast<uint64_t>(g));
 }
 
+// keep[j] = kept where bit `offset + j` of the groups' bits is set (bit k of group g is bit
+// 8g + k), else 0. A lane that starts a group (offset 0, as every lane of a row whose length
+// is a multiple of 8 does) goes a group at a time: the inner loop's 8 shifts are constants,
+// and kept times the bit (0 or 1: the same values as a select) leaves no branch, so the loop
+// vectorizes; bit by bit, with a select, it took most of the CPU op's dropout time.
+template <typename T>
+MG_CPU_CLONES static void expand_keep_bits(const uint32_t* bits, int64_t offset, T kept, int64_t n, T* keep) {
+  constexpr int64_t kGroup = dropout_bits::kElementsPerBlock;
+  int64_t j = 0;
+  if (offset == 0) {
+    for (; j + kGroup <= n; j += kGroup) {
+      const uint32_t group = bits[j / kGroup];
+      for (int64_t k = 0; k < kGroup; ++k) keep[j + k] = kept * static_cast<T>((group >> k) & 1u);  // no branch
+    }
+  }
+  for (; j < n; ++j) {
+    const int64_t i = offset + j;
+    keep[j] = (bits[i / kGroup] >> (i % kGroup)) & 1u ? kept : T(0);
+  }
+}
+
 // The lane's keep factors: keep[j] = 1 / (1 - p_q) where element `first + j * step` of x's
 // order is kept, else 0. One Philox call per group of 8 indices met: consecutive indices
-// (step 1) go a group at a time, any other order through the cursor.
+// (step 1) go a group at a time, into `bits` (the caller's scratch, reused lane after lane),
+// any other order through the cursor.
 template <typename T>
-void keep_factors(const dropout_bits::Mask& mask, int64_t first, int64_t step, int64_t n, T* keep) {
+void keep_factors(const dropout_bits::Mask& mask, int64_t first, int64_t step, int64_t n, T* keep,
+                  std::vector<uint32_t>& bits) {
   constexpr int64_t kGroup = dropout_bits::kElementsPerBlock;
   const T kept = static_cast<T>(mask.scale());
   if (step != 1) {
@@ -234,12 +256,9 @@ void keep_factors(const dropout_bits::Mask& mask, int64_t first, int64_t step, i
   }
   const int64_t first_group = first / kGroup;
   const int64_t groups = (first + n - 1) / kGroup - first_group + 1;
-  std::vector<uint32_t> bits(static_cast<size_t>(groups));
+  bits.resize(static_cast<size_t>(groups));
   keep_bits_of_groups(mask, static_cast<uint64_t>(first_group), groups, bits.data());
-  for (int64_t j = 0; j < n; ++j) {
-    const int64_t i = first + j - first_group * kGroup;
-    keep[j] = (bits[static_cast<size_t>(i / kGroup)] >> (i % kGroup)) & 1u ? kept : T(0);
-  }
+  expand_keep_bits(bits.data(), first - first_group * kGroup, kept, n, keep);
 }
 
 // The logits of one lane, scale * x + mask, -inf where masked out, into v.
@@ -274,6 +293,7 @@ void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, cons
     // their sum in double; the keep factors; then y, written in place where y's lane is
     // contiguous (the softmax dim is x's last), else through `values`.
     std::vector<scalar_t> values(static_cast<size_t>(n)), keep(spec.drop ? static_cast<size_t>(n) : 0);
+    std::vector<uint32_t> keep_bits;
     scalar_t* v = values.data();
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
@@ -288,7 +308,7 @@ void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, cons
       const double sum_exp = sum_as_double(v, n);
       pl[lane] = all_masked ? std::numeric_limits<scalar_t>::infinity()
                             : static_cast<scalar_t>(static_cast<double>(max) + std::log(sum_exp));
-      if (spec.drop) keep_factors(spec.dropout, s.index, lanes.index_step(), n, keep.data());
+      if (spec.drop) keep_factors(spec.dropout, s.index, lanes.index_step(), n, keep.data(), keep_bits);
       const scalar_t inverse = all_masked ? scalar_t(0) : static_cast<scalar_t>(1.0 / sum_exp);
       if (lanes.index_step() == 1) {
         scale_lane(v, inverse, spec.drop ? keep.data() : nullptr, n, py + s.index);
@@ -305,12 +325,8 @@ void softmax_dropout_lanes(const Tensor& x, const SoftmaxDropoutSpec& spec, cons
 template <typename T>
 MG_CPU_CLONES static void softmax_dropout_lane_gradient(const T* p, const T* dy, const T* keep, T scale,
                                                         int64_t n, T* dp, T* dx) {
-  double total = 0.0;
-  for (int64_t j = 0; j < n; ++j) {
-    dp[j] = keep ? dy[j] * keep[j] : dy[j];
-    total += static_cast<double>(dp[j] * p[j]);
-  }
-  const T t = static_cast<T>(total);
+  for (int64_t j = 0; j < n; ++j) dp[j] = keep ? dy[j] * keep[j] : dy[j];
+  const T t = static_cast<T>(sum_in_lanes<double>(n, [&](int64_t j) { return static_cast<double>(dp[j] * p[j]); }));
   for (int64_t j = 0; j < n; ++j) dx[j] = scale * p[j] * (dp[j] - t);
 }
 
@@ -330,12 +346,13 @@ void softmax_dropout_backward_lanes(const Tensor& grad, const Tensor& x, const T
     const size_t size = static_cast<size_t>(n);
     std::vector<scalar_t> probs(size), grad_probs(size), keep(spec.drop ? size : 0);
     std::vector<scalar_t> dy(in_place ? 0 : size), dx(in_place ? 0 : size);
+    std::vector<uint32_t> keep_bits;
     scalar_t* p = probs.data();
     for (int64_t lane = begin; lane < end; ++lane) {
       const LaneStart s = lanes.start(lane);
       lane_logits(px, pm, spec, lanes, s, n, p);
       exp_shifted(p, pl[lane], n);  // a masked-out logit, or every logit of a lane whose L is +inf: exp(-inf) = 0
-      if (spec.drop) keep_factors(spec.dropout, s.index, lanes.index_step(), n, keep.data());
+      if (spec.drop) keep_factors(spec.dropout, s.index, lanes.index_step(), n, keep.data(), keep_bits);
       const scalar_t* keep_or_null = spec.drop ? keep.data() : nullptr;
       const scalar_t scale = static_cast<scalar_t>(spec.scale);
       if (in_place) {

@@ -77,20 +77,6 @@ T cpu_exp(T v) {
     return std::exp(v);
 }
 
-// The largest element, NaNs skipped (as fmax does; a NaN reaches the output through exp).
-template <typename T>
-MG_INLINE_IN_CLONES T row_max(const T* in, int64_t n) {
-  T lane[kSumLanes];
-  for (int j = 0; j < kSumLanes; ++j) lane[j] = -std::numeric_limits<T>::infinity();
-  const int64_t whole = n / kSumLanes * kSumLanes;
-  for (int64_t i = 0; i < whole; i += kSumLanes)
-    for (int j = 0; j < kSumLanes; ++j) lane[j] = in[i + j] > lane[j] ? in[i + j] : lane[j];
-  T best = -std::numeric_limits<T>::infinity();
-  for (int64_t i = whole; i < n; ++i) best = in[i] > best ? in[i] : best;
-  for (int j = 0; j < kSumLanes; ++j) best = lane[j] > best ? lane[j] : best;
-  return best;
-}
-
 // out[i] = e^(in[i] - shift). A loop of its own (and compiled in three widths of its own):
 // inside softmax_row, GCC 12 left it scalar.
 template <typename T>
@@ -101,7 +87,7 @@ MG_CPU_CLONES static void exp_shifted(const T* __restrict in, T shift, T* __rest
 // One row of softmax or log_softmax: exp runs once an element.
 template <typename T>
 MG_CPU_CLONES static void softmax_row(const T* in, T* out, int64_t n, bool log) {
-  const T lane_max = row_max(in, n);
+  const T lane_max = max_in_lanes(in, n);  // NaNs skipped; a NaN reaches the output through exp
   // The exponentials go to out first (for log_softmax as scratch), then are summed: a store
   // inside the sum's lanes would keep the compiler from vectorizing either loop, and the row
   // is in L1 by the second pass.
