@@ -17,14 +17,7 @@
 //     -o build-gpu/flash_backward_shapes
 // Run: build-gpu/flash_backward_shapes (one line per shape and block size).
 
-// The included file defines the library's entry points, which libminigrad.a defines too.
-#define flash_attention_supports experiment_flash_attention_supports
-#define flash_attention_forward experiment_flash_attention_forward
-#define flash_attention_backward experiment_flash_attention_backward
-#include "../../cuda/flash_attention.cu"
-#undef flash_attention_supports
-#undef flash_attention_forward
-#undef flash_attention_backward
+#include "flash_attention_source.h"  // the kernels' source, its entry points renamed
 
 #include <cuda_runtime.h>
 

@@ -13,14 +13,7 @@
 // Run: build-gpu/flash_forward_shapes (prints one line per shape and variant); with --profile,
 // one forward and backward of the library's kernels only.
 
-// The included file defines the library's entry points, which libminigrad.a defines too.
-#define flash_attention_supports experiment_flash_attention_supports
-#define flash_attention_forward experiment_flash_attention_forward
-#define flash_attention_backward experiment_flash_attention_backward
-#include "../../cuda/flash_attention.cu"
-#undef flash_attention_supports
-#undef flash_attention_forward
-#undef flash_attention_backward
+#include "flash_attention_source.h"  // the kernels' source, its entry points renamed
 
 #include <cuda_runtime.h>
 

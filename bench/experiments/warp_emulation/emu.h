@@ -509,30 +509,31 @@ inline float ex2_approx_ftz(float x) {
   return std::fpclassify(y) == FP_SUBNORMAL ? 0.0f : y;
 }
 
-// __shfl_xor_sync(mask, v, lane_mask) for a full warp (the only mask emulated).
+// A full-warp shuffle (the only mask emulated): v of lane `source` (modulo 32). `kind` tells
+// the two shuffles apart, so that lanes meeting at different ones are reported.
 template <typename T>
-inline T shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+inline T shuffle(Collective kind, unsigned mask, T v, int source) {
   static_assert(sizeof(T) == 4, "32-bit shuffles only");
-  WarpTable& table = begin_collective(Collective::Shuffle, static_cast<int>(mask));
-  if (mask != 0xffffffffu) EMU_ERR("__shfl_xor_sync with mask %#x: only full-warp shuffles are emulated", mask);
+  WarpTable& table = begin_collective(kind, static_cast<int>(mask));
+  if (mask != 0xffffffffu)
+    EMU_ERR("%s with mask %#x: only full-warp shuffles are emulated", collective_name(kind), mask);
   memcpy(&table.value[lane()], &v, 4);
   exchange(table);
   T out;
-  memcpy(&out, &table.value[(lane() ^ lane_mask) % kWarpSize], 4);
+  memcpy(&out, &table.value[source % kWarpSize], 4);
   return out;
 }
 
-// __shfl_sync(mask, v, src_lane) for a full warp: v of lane src_lane (modulo 32).
+// __shfl_xor_sync(mask, v, lane_mask): v of lane lane ^ lane_mask.
+template <typename T>
+inline T shfl_xor_sync(unsigned mask, T v, int lane_mask) {
+  return shuffle(Collective::Shuffle, mask, v, lane() ^ lane_mask);
+}
+
+// __shfl_sync(mask, v, src_lane): v of lane src_lane.
 template <typename T>
 inline T shfl_sync(unsigned mask, T v, int src_lane) {
-  static_assert(sizeof(T) == 4, "32-bit shuffles only");
-  WarpTable& table = begin_collective(Collective::ShuffleIndexed, static_cast<int>(mask));
-  if (mask != 0xffffffffu) EMU_ERR("__shfl_sync with mask %#x: only full-warp shuffles are emulated", mask);
-  memcpy(&table.value[lane()], &v, 4);
-  exchange(table);
-  T out;
-  memcpy(&out, &table.value[src_lane % kWarpSize], 4);
-  return out;
+  return shuffle(Collective::ShuffleIndexed, mask, v, src_lane);
 }
 
 // __syncwarp() for a full warp: the lanes wait for each other (the fibers run one at a time, so
