@@ -196,6 +196,23 @@ __device__ void with_dropout(const Params& p, F&& f) {
     f(std::false_type{});
 }
 
+// grad_kv's element loop in three forms, chosen once per step: no dropout; dropout with the
+// groups of 8 shared out by shuffles (Sk a multiple of 8, keep_bits_key_rows); dropout drawn a
+// score at a time (groups straddle the C tile's n-blocks). f gets the form as a constant.
+enum class KeyRowsDropout { None, SharedGroups, PerScore };
+template <KeyRowsDropout kForm>
+using KeyRowsDropoutForm = std::integral_constant<KeyRowsDropout, kForm>;
+
+template <typename F>
+__device__ void with_key_rows_dropout(const Params& p, F&& f) {
+  if (!p.drop)
+    f(KeyRowsDropoutForm<KeyRowsDropout::None>{});
+  else if (p.k_len % 8 == 0)
+    f(KeyRowsDropoutForm<KeyRowsDropout::SharedGroups>{});
+  else
+    f(KeyRowsDropoutForm<KeyRowsDropout::PerScore>{});
+}
+
 // ---- dropout: one Philox call per group of 8 scores ----
 //
 // A Philox call decides 8 consecutive scores of a row (kernels/dropout.h). When Sk is a
@@ -658,13 +675,12 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
     // Whether the warp's own 16 keys need masking (a warp-uniform test: no barrier inside).
     to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0 + warp_row0, kWarpRows), b,
                                         h, j0 + warp_row0, q0, s);
-    // The dropout's decisions, a Philox call a group of 8 scores shared out by shuffles
-    // (with_dropout keeps that code out of the loop when nothing is dropped).
-    with_dropout(p, [&](auto dropout) {
-      uint32_t kept[kQueriesPerStep / 8];
-      const bool groups_aligned = p.k_len % 8 == 0;
-      if constexpr (decltype(dropout)::value)
-        if (groups_aligned) keep_bits_key_rows(p, b, h, j0 + warp_row0, q0, kept);
+    // The dropout's decisions: a Philox call a group of 8 scores shared out by shuffles where
+    // the groups allow, else a call a score, each form an element loop of its own.
+    with_key_rows_dropout(p, [&](auto form) {
+      constexpr KeyRowsDropout kForm = decltype(form)::value;
+      [[maybe_unused]] uint32_t kept[kQueriesPerStep / 8];
+      if constexpr (kForm == KeyRowsDropout::SharedGroups) keep_bits_key_rows(p, b, h, j0 + warp_row0, q0, kept);
 #pragma unroll
       for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
 #pragma unroll
@@ -672,11 +688,10 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
           const int c = c_col(nb, e);
           const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
           float keep = 1.0f;
-          if constexpr (decltype(dropout)::value) {
-            const bool kept_here = groups_aligned
-                                       ? (kept[nb] >> e) & 1u
-                                       : p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e)));
-            keep = kept_here ? p.keep_scale : 0.0f;
+          if constexpr (kForm == KeyRowsDropout::SharedGroups) {
+            keep = (kept[nb] >> e) & 1u ? p.keep_scale : 0.0f;
+          } else if constexpr (kForm == KeyRowsDropout::PerScore) {
+            keep = p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))) ? p.keep_scale : 0.0f;
           }
           s[nb][e] = prob * keep;
           dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
