@@ -93,6 +93,7 @@ struct Params {
   float* delta;                // [B, Hq, Sq]: dO_i . O_i
   uint16_t *grad_q, *grad_k, *grad_v;  // contiguous, the shapes of q, k, v
   int batch, q_heads, group, q_len, k_len, head_dim;
+  int query_heads_per_group, kv_heads_per_group;  // the block order's head groups (block_order)
   float scale, scale_log2;
   const void* mask;
   MaskKind mask_kind;
@@ -379,16 +380,39 @@ __device__ void store_row(const float (&c)[kD / 8][4], int half, float factor, u
         mma::pack<T>(c[nb][2 * half] * factor, c[nb][2 * half + 1] * factor);
 }
 
+// ---- the order of the blocks ----
+//
+// Under is_causal a block's work grows with its tile's rank: the last query tile sees every
+// key, the first only its own, and the other way round for key tiles. The GPU starts blocks in
+// blockIdx order as earlier ones finish. Numbered head by head, the grid would end on the last
+// heads' heavy tiles, running on alone while the SMs empty: a tail of up to one heavy block.
+// Numbered heaviest first over all heads, the last blocks are the lightest. But the blocks that
+// run at one time must share what they stream (K and V; Q and dO for key tiles) through L2,
+// so the heads go in groups whose streamed rows fit a share of it (heads_per_group, set on the
+// host), and within a group the blocks go rank by rank: every head's heaviest tile, then every
+// head's next. Without is_causal the tiles weigh the same, and a group is one head.
+struct BlockOrder {
+  int head;  // the (batch, head) pair: b * heads + h
+  int rank;  // 0: the tile with the most work
+};
+__device__ BlockOrder block_order(int heads, int tiles, int heads_per_group) {
+  const int per_group = heads_per_group * tiles;
+  const int group = blockIdx.x / per_group, in_group = blockIdx.x % per_group;
+  const int first = group * heads_per_group, heads_here = min(heads_per_group, heads - first);
+  return {first + in_group % heads_here, in_group / heads_here};
+}
+
 // What a forward or grad_q block owns: kRows query rows i0 .. i0 + kRows - 1 of head h (bh =
-// b * Hq + h), and the keys they see, taken kKeys at a time. Blocks run the longest causal
-// rows (the most keys) first.
+// b * Hq + h), and the keys they see, taken kKeys at a time. Rank 0 is the last tile: under
+// is_causal, the rows that see the most keys.
 template <int kRows, int kKeys>
 struct QueryBlock {
   int bh, b, h, kh, i0, key_end, steps;
   __device__ explicit QueryBlock(const Params& p) {
     const int tiles = ceil_div(p.q_len, kRows);
-    bh = blockIdx.x / tiles;
-    i0 = (tiles - 1 - static_cast<int>(blockIdx.x % tiles)) * kRows;
+    const BlockOrder order = block_order(p.batch * p.q_heads, tiles, p.query_heads_per_group);
+    bh = order.head;
+    i0 = (tiles - 1 - order.rank) * kRows;
     b = bh / p.q_heads;
     h = bh % p.q_heads;
     kh = h / p.group;
@@ -614,8 +638,10 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
 
   const int kv_heads = p.kv_heads();
   const int key_tiles = ceil_div(p.k_len, kKeys);
-  const int bkh = blockIdx.x / key_tiles, b = bkh / kv_heads, kh = bkh % kv_heads;
-  const int j0 = static_cast<int>(blockIdx.x % key_tiles) * kKeys;
+  // Rank 0 is the first key tile: under is_causal, the keys the most queries see.
+  const BlockOrder order = block_order(p.batch * kv_heads, key_tiles, p.kv_heads_per_group);
+  const int bkh = order.head, b = bkh / kv_heads, kh = bkh % kv_heads;
+  const int j0 = order.rank * kKeys;
   const int warp_row0 = threadIdx.x / 32 * kWarpRows;
   // Under is_causal, queries i < j0 see none of these keys.
   const int first_query_tile = p.is_causal ? j0 / kQueriesPerStep : 0;
@@ -816,6 +842,16 @@ Tensor chunk_aligned(const Tensor& t) {
   return aligned ? t : t.clone();
 }
 
+// How many heads a group of the block order holds (block_order): under is_causal, as many as
+// stream at most kHeadGroupBytes between them (a sixth of an H100's L2, so that the group's
+// rows stay there beside what else the blocks read and write), at least one, at most all.
+constexpr int64_t kHeadGroupBytes = int64_t{8} << 20;
+int heads_per_group(bool causal, int64_t heads, int64_t bytes_per_head) {
+  if (!causal) return 1;
+  return static_cast<int>(std::clamp<int64_t>(kHeadGroupBytes / std::max<int64_t>(bytes_per_head, 1), 1,
+                                              std::max<int64_t>(heads, 1)));
+}
+
 HeadRows head_rows(const Tensor& t) {
   return {static_cast<const uint16_t*>(t.raw_data()), t.stride(0), t.stride(1), t.stride(2)};
 }
@@ -842,6 +878,11 @@ Params params_of(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
     for (int d = 0; d < 4; ++d) p.mask_strides[d] = strides[d];
   }
   p.is_causal = spec.is_causal;
+  // The block order's head groups: the 16-bit rows a block streams, K and V of its head for a
+  // query block, Q and dO of the group's query heads for a key block.
+  const int64_t row_bytes = 2 * 2 * q.size(3);
+  p.query_heads_per_group = heads_per_group(spec.is_causal, p.batch * p.q_heads, row_bytes * p.k_len);
+  p.kv_heads_per_group = heads_per_group(spec.is_causal, p.batch * p.kv_heads(), row_bytes * p.q_len * p.group);
   p.drop = spec.drop;
   p.dropout = spec.dropout;
   p.keep_scale = static_cast<float>(spec.dropout.scale());
