@@ -843,9 +843,11 @@ Tensor chunk_aligned(const Tensor& t) {
 }
 
 // How many heads a group of the block order holds (block_order): under is_causal, as many as
-// stream at most kHeadGroupBytes between them (a sixth of an H100's L2, so that the group's
-// rows stay there beside what else the blocks read and write), at least one, at most all.
-constexpr int64_t kHeadGroupBytes = int64_t{8} << 20;
+// stream at most kHeadGroupBytes between them (a third of an H100's 50 MB L2, so that the
+// group's rows stay there beside what else the blocks read and write), at least one, at most
+// all. 16 MiB was the best of 8, 16 and 32 over five causal shapes on an H100
+// (bench/experiments/flash_block_order.cu, docs/perf-notes.md).
+constexpr int64_t kHeadGroupBytes = int64_t{16} << 20;
 int heads_per_group(bool causal, int64_t heads, int64_t bytes_per_head) {
   if (!causal) return 1;
   return static_cast<int>(std::clamp<int64_t>(kHeadGroupBytes / std::max<int64_t>(bytes_per_head, 1), 1,
