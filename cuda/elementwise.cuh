@@ -135,8 +135,8 @@ __device__ __forceinline__ RowCoordinates unravel_row(const Rows& rows, int64_t 
 #pragma unroll
   for (int d = 0; d + 1 < kOuterDims; ++d) {
     if (d + 1 >= rows.outer_ndim) break;  // the outermost dim takes what is left
-    const int64_t quotient = rows.outer_sizes[d].divide(row);
-    c.index[d] = row - quotient * rows.outer_sizes[d].value();
+    const auto [quotient, remainder] = rows.outer_sizes[d].divide_with_remainder(row);
+    c.index[d] = remainder;
     c.index[d + 1] = quotient;
     row = quotient;
   }

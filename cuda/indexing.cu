@@ -117,9 +117,9 @@ __global__ void __launch_bounds__(kThreads) scatter_kernel(Elem* out, const Elem
     int64_t coord[kMaxDims];
     int64_t rest = o;
     for (int d = g.ndim - 1; d >= 0; --d) {
-      const int64_t q = g.sizes[d].divide(rest);
-      coord[d] = rest - q * g.sizes[d].value();
-      rest = q;
+      const auto [quotient, remainder] = g.sizes[d].divide_with_remainder(rest);
+      coord[d] = remainder;
+      rest = quotient;
     }
     int64_t self_off = 0, index_off = 0, src_off = 0;
     bool reachable = true;  // the index has positions with this element's coordinates off dim

@@ -103,7 +103,7 @@ struct RowStart {
       mask_offset = offsets[0];
       index = offsets[1];
     }
-    visible_end = o.is_causal ? row - o.causal_rows.divide(row) * o.causal_rows.value() + 1 : INT64_MAX;
+    visible_end = o.is_causal ? o.causal_rows.divide_with_remainder(row).remainder + 1 : INT64_MAX;
   }
   // Whether the vector of kVec elements starting at column `col` has an element causality
   // leaves: the kernels neither load nor compute the others, which are all -inf logits.

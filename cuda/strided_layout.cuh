@@ -47,8 +47,7 @@ struct StridedLayout {
   __device__ __forceinline__ void offsets(int64_t linear, int64_t (&off)[N]) const {
     for (int k = 0; k < N; ++k) off[k] = 0;
     for (int d = ndim - 1; d > 0; --d) {
-      const int64_t quotient = sizes[d].divide(linear);
-      const int64_t coord = linear - quotient * sizes[d].value();
+      const auto [quotient, coord] = sizes[d].divide_with_remainder(linear);
       linear = quotient;
       for (int k = 0; k < N; ++k) off[k] += coord * strides[k][d];
     }

@@ -55,6 +55,16 @@ class IndexDivisor {
     return n / value_;
   }
 
+  // n / d and n % d for an index n >= 0: the remainder from the quotient by a multiply and a
+  // subtraction (turning an index into coordinates wants both).
+  struct QuotientRemainder {
+    int64_t quotient, remainder;
+  };
+  MG_HOST_DEVICE QuotientRemainder divide_with_remainder(int64_t n) const {
+    const int64_t q = divide(n);
+    return {q, n - q * value_};
+  }
+
  private:
   MG_HOST_DEVICE static uint32_t high_product(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)

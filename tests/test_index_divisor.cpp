@@ -36,6 +36,9 @@ void check_divisor(int64_t d, std::mt19937_64& rng) {
     if (n < 0) continue;
     const int64_t got = divisor.divide(n);
     if (got != n / d) FAIL_CHECK(n << " / " << d << ": got " << got << ", expected " << n / d);
+    const IndexDivisor::QuotientRemainder qr = divisor.divide_with_remainder(n);
+    if (qr.quotient != n / d || qr.remainder != n % d)
+      FAIL_CHECK(n << " divmod " << d << ": got " << qr.quotient << ", " << qr.remainder);
   }
 }
 
