@@ -41,6 +41,10 @@
 // decides 8 scores, which lie in several lanes; the lanes split the calls and exchange the
 // bits by shuffles (keep_bits_query_rows, keep_bits_key_rows).
 //
+// Under is_causal the tiles' work differs (the last query tile sees every key, the first its
+// own): the blocks are numbered heaviest first, head group by head group (block_order), so
+// that the grid ends on light blocks, not on a few heavy ones running alone.
+//
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
 // 4 instantiations of each kernel. The tile shapes (ForwardShape, GradKvShape) are constants,
 // which only the experiments under bench/experiments/ vary. Everything else is a runtime
