@@ -22,8 +22,9 @@
 // 1568. Time followed only once the kernels' own costs came down: with dropout, each Philox
 // call (8 decisions) was first made by every lane that held one of its scores, up to 8 times
 // over, and the fused op took 2.28 ms against the twin's 1.98 (on cuBLAS and the fused
-// softmax_dropout); with each call made once and its bits passed between lanes, 1.18 ms
-// (docs/perf-notes.md). A kernel that moves less memory is not fast by that alone.
+// softmax_dropout); with each call made once and its bits passed between lanes, 1.06 ms, and
+// 0.95 with the causal tiles that do the most work started first (docs/perf-notes.md). A
+// kernel that moves less memory is not fast by that alone.
 //
 //   attention [--device cpu|cuda]
 //
