@@ -287,6 +287,30 @@ void run_case(const Case& cs, DType dtype) {
   fflush(stdout);
 }
 
+// The block order (block_order) must give every (head, tile rank) pair to exactly one block,
+// for any head count and group size: the kernels' cases above have few heads, so their grids
+// are one group, never a last group with fewer heads, which only the benchmarks' shapes reach.
+void check_block_order() {
+  long wrong = 0;
+  for (int heads = 1; heads <= 20; ++heads)
+    for (int tiles = 1; tiles <= 9; ++tiles)
+      for (int per_group = 1; per_group <= heads; ++per_group) {
+        std::vector<int> owners(static_cast<size_t>(heads) * tiles, 0);
+        for (int block = 0; block < heads * tiles; ++block) {
+          emu::block_idx = emu::Index{static_cast<unsigned>(block), 0, 0};
+          const cuda::BlockOrder order = cuda::block_order(heads, tiles, per_group);
+          if (order.head < 0 || order.head >= heads || order.rank < 0 || order.rank >= tiles)
+            ++wrong;
+          else
+            ++owners[static_cast<size_t>(order.head) * tiles + order.rank];
+        }
+        for (int n : owners) wrong += n != 1;
+      }
+  printf("block order: every (head, tile) taken once over 1-20 heads, 1-9 tiles, every group size: %s\n",
+         wrong ? "FAIL" : "PASS");
+  if (wrong) ++failures;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -312,6 +336,7 @@ int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // the lines so far survive an abort (a deadlock)
   emu::before_launch = readable_of_params;
   const auto start = std::chrono::steady_clock::now();
+  check_block_order();
   for (const Case* c : selected) {
     run_case(*c, kBFloat16);
     run_case(*c, kFloat16);
