@@ -206,13 +206,22 @@ MG_INLINE_IN_CLONES acc_t combine_lanes(acc_t (&lane)[kSumLanes]) {
   return lane[0];
 }
 
+// Calls f(i, i % kSumLanes) for i in [0, n), in order: the lane walk of sum_in_lanes, for a
+// loop that accumulates several things in lanes at once (the normalizations' backward row)
+// and still sums each in sum_in_lanes' order. Whole rounds of kSumLanes, the lane a constant
+// of the inner loop, so that the compiler vectorizes across the lanes; then the tail.
+template <typename F>
+MG_INLINE_IN_CLONES void for_each_in_lanes(int64_t n, const F& f) {
+  const int64_t whole = n / kSumLanes * kSumLanes;
+  for (int64_t i = 0; i < whole; i += kSumLanes)
+    for (int j = 0; j < kSumLanes; ++j) f(i + j, j);
+  for (int64_t i = whole; i < n; ++i) f(i, static_cast<int>(i - whole));
+}
+
 template <typename acc_t, typename Term>
 MG_INLINE_IN_CLONES acc_t sum_in_lanes(int64_t n, const Term& term) {
   acc_t lane[kSumLanes] = {};
-  const int64_t whole = n / kSumLanes * kSumLanes;
-  for (int64_t i = 0; i < whole; i += kSumLanes)
-    for (int j = 0; j < kSumLanes; ++j) lane[j] += term(i + j);
-  for (int64_t i = whole; i < n; ++i) lane[i - whole] += term(i);
+  for_each_in_lanes(n, [&](int64_t i, int j) { lane[j] += term(i); });
   return combine_lanes(lane);
 }
 
@@ -224,11 +233,8 @@ template <typename T>
 MG_INLINE_IN_CLONES T max_in_lanes(const T* v, int64_t n) {
   T lane[kSumLanes];
   for (int j = 0; j < kSumLanes; ++j) lane[j] = -std::numeric_limits<T>::infinity();
-  const int64_t whole = n / kSumLanes * kSumLanes;
-  for (int64_t i = 0; i < whole; i += kSumLanes)
-    for (int j = 0; j < kSumLanes; ++j) lane[j] = v[i + j] > lane[j] ? v[i + j] : lane[j];
+  for_each_in_lanes(n, [&](int64_t i, int j) { lane[j] = v[i] > lane[j] ? v[i] : lane[j]; });
   T best = -std::numeric_limits<T>::infinity();
-  for (int64_t i = whole; i < n; ++i) best = v[i] > best ? v[i] : best;
   for (int j = 0; j < kSumLanes; ++j) best = lane[j] > best ? lane[j] : best;
   return best;
 }

@@ -203,9 +203,9 @@ struct RowBuffers {
 // One row of the backward: its terms of dweight and dbias (dw, db: null where not wanted)
 // and, where out is not null, its dx. Three passes over the row: xhat (and z, whose act'(z)
 // a loop of its own computes); then dz = dy act'(z), its terms of dweight and dbias, dxhat =
-// dz w and the two sums of dxhat in kSumLanes lanes (sum_in_lanes' order, so the same bits
-// as summing in passes of their own); then dx. Each pass vectorizes; the row (a few arrays
-// of n doubles) stays in L2 between them.
+// dz w and the two sums of dxhat in kSumLanes lanes (for_each_in_lanes, sum_in_lanes' walk:
+// the same bits as summing in passes of their own); then dx. Each pass vectorizes; the row
+// (a few arrays of n doubles) stays in L2 between them.
 template <NormKind kKind, Epilogue kEpilogue, typename T>
 MG_CPU_CLONES static void backward_row(const T* g, const T* in, double mean, double rstd, const double* weight,
                                        const double* bias, RowBuffers<T>& buffers, double* dw, double* db, T* out,
@@ -228,10 +228,7 @@ MG_CPU_CLONES static void backward_row(const T* g, const T* in, double mean, dou
     sum_lanes[lane] += dxhat[i];
     dot_lanes[lane] += dxhat[i] * xhat[i];
   };
-  const int64_t whole = n / kSumLanes * kSumLanes;
-  for (int64_t i = 0; i < whole; i += kSumLanes)
-    for (int j = 0; j < kSumLanes; ++j) element(i + j, j);
-  for (int64_t i = whole; i < n; ++i) element(i, static_cast<int>(i - whole));
+  for_each_in_lanes(n, element);
   if (!out) return;
   const double mean_dxhat = combine_lanes(sum_lanes) / static_cast<double>(n);
   const double mean_dxhat_xhat = combine_lanes(dot_lanes) / static_cast<double>(n);
