@@ -113,6 +113,10 @@ struct Params {
   __device__ uint64_t score_index(int b, int h, int i, int j) const {
     return static_cast<uint64_t>((static_cast<int64_t>(b) * q_heads + h) * q_len + i) * k_len + j;
   }
+  // What dropout multiplies a probability by: 1 / (1 - p) where kept, 0 where dropped.
+  __device__ float keep_factor(bool kept) const { return kept ? keep_scale : 0.0f; }
+  // The same for element e (0..3) of an n-block whose keep decisions are the bits of kept_bits.
+  __device__ float keep_factor(uint32_t kept_bits, int e) const { return keep_factor(((kept_bits >> e) & 1u) != 0); }
 };
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
@@ -553,7 +557,7 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
 #pragma unroll
         for (int nb = 0; nb < kKeys / 8; ++nb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[t][nb][e] *= (kept[nb] >> e) & 1u ? p.keep_scale : 0.0f;
+          for (int e = 0; e < 4; ++e) s[t][nb][e] *= p.keep_factor(kept[nb], e);
       }
     }
 
@@ -719,9 +723,9 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
           const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
           float keep = 1.0f;
           if constexpr (kForm == KeyRowsDropout::SharedGroups) {
-            keep = (kept[nb] >> e) & 1u ? p.keep_scale : 0.0f;
+            keep = p.keep_factor(kept[nb], e);
           } else if constexpr (kForm == KeyRowsDropout::PerScore) {
-            keep = p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))) ? p.keep_scale : 0.0f;
+            keep = p.keep_factor(p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))));
           }
           s[nb][e] = prob * keep;
           dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
@@ -795,7 +799,7 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
       for (int nb = 0; nb < kKeysPerStep / 8; ++nb)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const float keep = decltype(dropout)::value ? ((kept[nb] >> e) & 1u ? p.keep_scale : 0.0f) : 1.0f;
+          const float keep = decltype(dropout)::value ? p.keep_factor(kept[nb], e) : 1.0f;
           const float prob = exp2_approx(s[nb][e] - lse[e / 2]);
           s[nb][e] = prob * (keep * dp[nb][e] - delta[e / 2]) * p.scale;  // scale dS
         }
