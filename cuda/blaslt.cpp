@@ -34,12 +34,12 @@ std::atomic<int64_t> fallback_count{0};
 template <typename Handle>
 using Owned = std::unique_ptr<std::remove_pointer_t<Handle>, cublasStatus_t (*)(Handle)>;
 
-cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue) {
+cublasLtEpilogue_t lt_epilogue(GemmEpilogue epilogue, bool with_aux) {
   switch (epilogue) {
     case GemmEpilogue::None: return CUBLASLT_EPILOGUE_DEFAULT;
     case GemmEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
-    case GemmEpilogue::Gelu: return CUBLASLT_EPILOGUE_GELU_AUX;
-    case GemmEpilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case GemmEpilogue::Gelu: return with_aux ? CUBLASLT_EPILOGUE_GELU_AUX : CUBLASLT_EPILOGUE_GELU;
+    case GemmEpilogue::GeluBias: return with_aux ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_BIAS;
     case GemmEpilogue::DGelu: return CUBLASLT_EPILOGUE_DGELU;
     case GemmEpilogue::DGeluBiasGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
     // a is cuBLASLt's B (out^T = b^T a^T), so a's row sums are B's bias gradient.
@@ -130,7 +130,7 @@ bool gemm_with_epilogue(const Tensor& a, const Tensor& b, const Tensor& out, Gem
   // cuBLASLt's A is b and its B is a.
   set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSA, b_layout->op);
   set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_TRANSB, a_layout->op);
-  set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(epilogue));
+  set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, lt_epilogue(epilogue, aux.defined()));
   if (bias.defined()) set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias.raw_data());
   if (aux.defined()) {
     set_attribute(desc.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, aux.raw_data());

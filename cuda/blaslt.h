@@ -16,8 +16,9 @@ namespace cuda {
 enum class GemmEpilogue {
   None,
   Bias,           // out = a b + bias, bias [n] added to every row
-  Gelu,           // aux = a b (the pre-activation, kept for the backward); out = gelu_tanh(aux)
-  GeluBias,       // aux = a b + bias; out = gelu_tanh(aux)
+  Gelu,           // out = gelu_tanh(a b); aux = a b where aux is given (the pre-activation the
+                  // backward needs: a forward that records nothing passes none and writes less)
+  GeluBias,       // out = gelu_tanh(a b + bias); aux = a b + bias where aux is given
   DGelu,          // out = (a b) * gelu_tanh'(aux)
   DGeluBiasGrad,  // out = (a b) * gelu_tanh'(aux); bias [n] = out summed over its rows (no op uses
                   // it: slower than DGelu then BiasGradOfA on dW's GEMM, docs/perf-notes.md)

@@ -62,6 +62,14 @@ std::optional<Tensor> optional_bias(const Tensor& saved) {
   return saved.defined() ? std::optional<Tensor>(saved) : std::nullopt;
 }
 
+// Whether the forward is being recorded, i.e. any of its first `inputs` tensor arguments needs
+// a gradient: only then is what it saves ever read.
+bool records_backward(const Context& ctx, size_t inputs) {
+  for (size_t i = 0; i < inputs; ++i)
+    if (ctx.needs_input_grad(i)) return true;
+  return false;
+}
+
 // Whether a backward may take the epilogues: on the GPU, and not recording a graph.
 bool fused_backward(const Tensor& t) { return t.device().is_cuda() && !GradMode::is_enabled(); }
 
@@ -87,16 +95,17 @@ Tensor affine(const Tensor& x_rows, const Tensor& weight, const std::optional<Te
   return bias ? y + *bias : y;
 }
 
-// gelu(x_rows W^T + b), and the pre-activation x_rows W^T + b that the backward needs. On
-// the GPU with the tanh form, one GEMM writes both.
+// gelu(x_rows W^T + b), and, where keep_pre, the pre-activation x_rows W^T + b that the
+// backward needs. On the GPU with the tanh form, one GEMM writes both; a forward that records
+// nothing (no input requires grad) has no backward, and its GEMM writes y alone.
 struct Activated {
-  Tensor y, pre;
+  Tensor y, pre;  // pre: undefined where not kept
 };
 Activated affine_gelu(const Tensor& x_rows, const Tensor& weight, const std::optional<Tensor>& bias,
-                      GeluApproximation approximate) {
+                      GeluApproximation approximate, bool keep_pre) {
   if (gelu_epilogue_serves(x_rows, approximate)) {
     const Tensor y = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
-    const Tensor pre = empty({x_rows.size(0), weight.size(0)}, x_rows.options());
+    const Tensor pre = keep_pre ? empty({x_rows.size(0), weight.size(0)}, x_rows.options()) : Tensor();
     const bool fused = bias ? cuda::gemm_with_epilogue(x_rows, weight.t(), y, GemmEpilogue::GeluBias,
                                                        bias->contiguous(), pre)
                             : cuda::gemm_with_epilogue(x_rows, weight.t(), y, GemmEpilogue::Gelu, Tensor(), pre);
@@ -154,7 +163,7 @@ struct LinearGelu : Function<LinearGelu> {
   };
   static Tensor forward(Context& ctx, const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
                         GeluApproximation approximate) {
-    const Activated a = affine_gelu(as_rows(x), weight, bias, approximate);
+    const Activated a = affine_gelu(as_rows(x), weight, bias, approximate, records_backward(ctx, 3));
     ctx.state<State>().approximate = approximate;
     ctx.save_for_backward({x, weight, bias.value_or(Tensor()), a.pre});
     return a.y.reshape(output_sizes(x, weight.size(0)));
@@ -184,7 +193,7 @@ struct Mlp : Function<Mlp> {
   };
   static Tensor forward(Context& ctx, const Tensor& x, const Tensor& w1, const std::optional<Tensor>& b1,
                         const Tensor& w2, const std::optional<Tensor>& b2, GeluApproximation approximate) {
-    const Activated hidden = affine_gelu(as_rows(x), w1, b1, approximate);
+    const Activated hidden = affine_gelu(as_rows(x), w1, b1, approximate, records_backward(ctx, 5));
     const Tensor y = affine(hidden.y, w2, b2);
     ctx.state<State>().approximate = approximate;
     ctx.save_for_backward({x, w1, b1.value_or(Tensor()), w2, hidden.pre, hidden.y});

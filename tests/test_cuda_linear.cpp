@@ -118,8 +118,13 @@ void check_fused_against_ops(DType dtype) {
       poison_gpu_cache(1 << 22);
       const int64_t fallbacks_before = cuda::gemm_with_epilogue_fallbacks();
       const tensor_list fused = value_and_grads(c.inputs.tensors, c.inputs.dy, c.fused);
+      // The inputs as they are (no gradient wanted): the forward records nothing, and its GELU
+      // epilogues write no pre-activation.
+      const Tensor inference = c.fused(c.inputs.tensors);
       CHECK(cuda::gemm_with_epilogue_fallbacks() == fallbacks_before);
       const tensor_list ops = value_and_grads(c.inputs.tensors, c.inputs.dy, c.ops);
+      CHECK(!inference.requires_grad());
+      check_close_scaled(inference, ops[0], tolerance_of(dtype));
       REQUIRE(fused.size() == ops.size());
       for (size_t i = 0; i < fused.size(); ++i) {
         CAPTURE(i);
