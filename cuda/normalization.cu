@@ -501,58 +501,12 @@ T* mutable_data_or_null(const Tensor& t) {
   return t.defined() ? static_cast<T*>(t.raw_data()) : nullptr;
 }
 
-}  // namespace
-
-void normalization_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t hidden,
-                           NormKind kind, Epilogue epilogue, double eps, const Tensor& y, const Tensor& mean,
-                           const Tensor& rstd) {
-  const Rows rows{x.numel() / hidden, hidden};
-  if (rows.count == 0) return;
-  DeviceGuard guard(x.device().index);
-  const cudaStream_t stream = current_stream();
-  dispatch_floating(x.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    using acc_t = compute_t<T>;
-    const ForwardArgs<T> args{static_cast<const T*>(x.raw_data()),
-                              data_or_null<T>(weight),
-                              data_or_null<T>(bias),
-                              static_cast<T*>(y.raw_data()),
-                              mutable_data_or_null<acc_t>(mean),
-                              static_cast<acc_t*>(rstd.raw_data()),
-                              rows.count,
-                              rows.length,
-                              static_cast<acc_t>(eps)};
-    normalization::with_norm_variant(kind, epilogue, [&](auto kind_constant, auto epilogue_constant) {
-      constexpr NormKind kKind = decltype(kind_constant)::value;
-      constexpr Epilogue kEpilogue = decltype(epilogue_constant)::value;
-      with_vector_width<T>(rows.length, {args.x, args.y, args.weight, args.bias}, [&](auto vector_width) {
-        constexpr int kVec = decltype(vector_width)::value;
-        auto launch_long = [&](unsigned int grid, int block_threads) {
-          normalization_long_rows_kernel<T, kKind, kEpilogue, kVec><<<grid, block_threads, 0, stream>>>(args);
-        };
-        if constexpr (kVec == 1) {
-          // Unaligned or odd rows: the loop kernel, with as many threads as the row has use for.
-          launch_long(blocks_for_rows(rows.count, 1, op), block_threads_for(rows.length, kOnlineThreads));
-        } else {
-          launch_for_rows<kVec>(
-              rows, op,
-              [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
-                normalization_rows_kernel<T, kKind, kEpilogue, kVec, decltype(per_thread)::value,
-                                          decltype(warp_per_row)::value>
-                    <<<grid, block_threads, 0, stream>>>(args);
-              },
-              launch_long);
-        }
-        MG_CUDA_CHECK_LAUNCH(op);
-      });
-    });
-  });
-}
-
-void normalization_backward(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight,
-                            const Tensor& bias, const Tensor& mean, const Tensor& rstd, int64_t hidden, NormKind kind,
-                            Epilogue epilogue, const Tensor& grad_input, const Tensor& grad_weight,
-                            const Tensor& grad_bias) {
+// The backward's launches, kTargetThreads threads a row where the register budget allows
+// (bench/experiments/normalization_backward_threads.cu times the choices side by side).
+template <int kTargetThreads = kBackwardTargetThreads>
+void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   const Tensor& mean, const Tensor& rstd, int64_t hidden, NormKind kind, Epilogue epilogue,
+                   const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias) {
   const Rows rows{x.numel() / hidden, hidden};
   if (rows.count == 0) return;
   DeviceGuard guard(x.device().index);
@@ -634,7 +588,7 @@ void normalization_backward(const char* op, const Tensor& grad, const Tensor& x,
             // 256 threads a row where the register budget allows (up to 512 for the longest
             // rows): each thread has a few vectors of work between the row's barriers.
             with_vectors_per_thread<kMaxVectorsPerThread>(
-                (vectors + kBackwardTargetThreads - 1) / kBackwardTargetThreads, [&](auto per_thread) {
+                (vectors + kTargetThreads - 1) / kTargetThreads, [&](auto per_thread) {
                   constexpr int kPerThread = decltype(per_thread)::value;
                   launch(normalization_backward_kernel<T, kKind, kEpilogue, kVec, kPerThread>,
                          block_threads_for((vectors + kPerThread - 1) / kPerThread, kBackwardMaxThreads));
@@ -655,6 +609,61 @@ void normalization_backward(const char* op, const Tensor& grad, const Tensor& x,
                                                           static_cast<T*>(grad_bias.raw_data()));
     MG_CUDA_CHECK_LAUNCH(op);
   });
+}
+
+}  // namespace
+
+void normalization_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t hidden,
+                           NormKind kind, Epilogue epilogue, double eps, const Tensor& y, const Tensor& mean,
+                           const Tensor& rstd) {
+  const Rows rows{x.numel() / hidden, hidden};
+  if (rows.count == 0) return;
+  DeviceGuard guard(x.device().index);
+  const cudaStream_t stream = current_stream();
+  dispatch_floating(x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    using acc_t = compute_t<T>;
+    const ForwardArgs<T> args{static_cast<const T*>(x.raw_data()),
+                              data_or_null<T>(weight),
+                              data_or_null<T>(bias),
+                              static_cast<T*>(y.raw_data()),
+                              mutable_data_or_null<acc_t>(mean),
+                              static_cast<acc_t*>(rstd.raw_data()),
+                              rows.count,
+                              rows.length,
+                              static_cast<acc_t>(eps)};
+    normalization::with_norm_variant(kind, epilogue, [&](auto kind_constant, auto epilogue_constant) {
+      constexpr NormKind kKind = decltype(kind_constant)::value;
+      constexpr Epilogue kEpilogue = decltype(epilogue_constant)::value;
+      with_vector_width<T>(rows.length, {args.x, args.y, args.weight, args.bias}, [&](auto vector_width) {
+        constexpr int kVec = decltype(vector_width)::value;
+        auto launch_long = [&](unsigned int grid, int block_threads) {
+          normalization_long_rows_kernel<T, kKind, kEpilogue, kVec><<<grid, block_threads, 0, stream>>>(args);
+        };
+        if constexpr (kVec == 1) {
+          // Unaligned or odd rows: the loop kernel, with as many threads as the row has use for.
+          launch_long(blocks_for_rows(rows.count, 1, op), block_threads_for(rows.length, kOnlineThreads));
+        } else {
+          launch_for_rows<kVec>(
+              rows, op,
+              [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
+                normalization_rows_kernel<T, kKind, kEpilogue, kVec, decltype(per_thread)::value,
+                                          decltype(warp_per_row)::value>
+                    <<<grid, block_threads, 0, stream>>>(args);
+              },
+              launch_long);
+        }
+        MG_CUDA_CHECK_LAUNCH(op);
+      });
+    });
+  });
+}
+
+void normalization_backward(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight,
+                            const Tensor& bias, const Tensor& mean, const Tensor& rstd, int64_t hidden, NormKind kind,
+                            Epilogue epilogue, const Tensor& grad_input, const Tensor& grad_weight,
+                            const Tensor& grad_bias) {
+  backward_rows(op, grad, x, weight, bias, mean, rstd, hidden, kind, epilogue, grad_input, grad_weight, grad_bias);
 }
 
 }  // namespace cuda
