@@ -84,10 +84,6 @@ struct RowOptions {
   bool drop = false;
   dropout_bits::Mask dropout;
   double keep_scale = 1.0;
-
-  // Whether the mask may be read a vector of kVec elements at a time.
-  template <int kVec>
-  __device__ bool mask_in_vectors() const { return mask_vector_alignment >= kVec; }
 };
 
 // Where row `row` starts in the mask and in x's order, and where causality masks it from.
@@ -116,12 +112,11 @@ struct RowStart {
 
 // The factors of a logit l = (scale * x + mask) * unit, `unit` 1 for natural units, log2(e)
 // for base 2 (the register kernels hold logits in base 2, so that exp(v - m) is exp2 of the
-// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units).
-// vector_logits multiplies x by x_factor, and the caller multiplies what it returns by
-// exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift): when nothing
-// is added to x (no additive mask) and scale * unit > 0, the whole factor moves there (x_factor
-// 1: the multiply is skipped), since a positive factor commutes with the max. Otherwise it is
-// applied to x (exponent_factor 1).
+// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units). vector_logits multiplies x by x_factor, and the caller multiplies what it
+// returns by exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift):
+// when nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves
+// there (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
+// Otherwise it is applied to x (exponent_factor 1).
 template <typename acc_t>
 struct LogitUnits {
   acc_t x_factor;
@@ -135,45 +130,22 @@ struct LogitUnits {
   }
 };
 
-// The bool mask's decisions for the kVec elements of the vector starting at column `col`, one
-// bit an element (bit e set: element e kept), every bit set without a bool mask. The register
-// kernels take them for all their vectors at once while x's loads are in flight (HeldMaskBits):
-// taken where the logits are formed, each load held its thread there.
-template <int kVec>
-__device__ __forceinline__ uint32_t bool_mask_bits(const RowOptions& o, const RowStart& s, int64_t col) {
-  static_assert(kVec < 32, "a bit an element of a vector");
-  constexpr uint32_t kAllKept = (1u << kVec) - 1u;
-  if (o.mask_kind != MaskKind::Bool) return kAllKept;
-  const uint8_t* row_mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset;
-  uint32_t bits = 0;
-  if (o.mask_in_vectors<kVec>()) {  // kVec bools in one load (mask_step is 1 here)
-    const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(row_mask + col);
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) bits |= static_cast<uint32_t>(bytes.values[e] != 0) << e;
-  } else {
-    const uint8_t* mask = row_mask + col * o.mask_step;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) bits |= static_cast<uint32_t>(mask[e * o.mask_step] != 0) << e;
-  }
-  return bits;
-}
-
 // x_factor * x + unit * mask of the kVec elements of a vector starting at column `col`, -inf
-// where masked out, from the vector's bits as loaded (a VectorWord, or the vector itself) and
-// its bool mask bits (bool_mask_bits). The options are the same for every element of every row:
-// each is tested once a vector, not once an element. Callers call it for visible vectors only
-// (RowStart::visible).
+// where masked out, from the vector's bits as loaded (a VectorWord, or the vector itself). The
+// options are the same for every element of every row: each is tested once a vector, not once
+// an element. Callers call it for visible vectors only (RowStart::visible).
 template <typename T, typename acc_t, int kVec, typename Bits>
 __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStart& s, const LogitUnits<acc_t>& units,
-                                              const Bits& x, int64_t col, uint32_t mask_bits, acc_t (&v)[kVec]) {
+                                              const Bits& x, int64_t col, acc_t (&v)[kVec]) {
   convert_vector(vector_from_bits<T, kVec>(x), v);
   if (units.x_factor != acc_t(1)) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) v[e] *= units.x_factor;
   }
+  const bool mask_vectors = o.mask_vector_alignment >= kVec;
   if (o.mask_kind == MaskKind::Additive) {
     const T* mask = static_cast<const T*>(o.mask) + s.mask_offset + col * o.mask_step;
-    if (o.mask_in_vectors<kVec>()) {
+    if (mask_vectors) {
       acc_t m[kVec];
       convert_vector(load_vector<kVec>(mask), m);
 #pragma unroll
@@ -182,12 +154,31 @@ __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStar
 #pragma unroll
       for (int e = 0; e < kVec; ++e) v[e] += units.unit * convert_element<acc_t>(mask[e * o.mask_step]);
     }
-  }
-  constexpr uint32_t kAllKept = (1u << kVec) - 1u;
-  if ((mask_bits & kAllKept) != kAllKept) {  // a padding mask keeps most vectors whole
+  } else if (o.mask_kind == MaskKind::Bool) {
+    const uint8_t* row_mask = static_cast<const uint8_t*>(o.mask) + s.mask_offset;
+    if (mask_vectors) {
+      // kVec bools in one load (mask_step is 1 here), each tested in its word, unless no byte
+      // is 0: a padding mask keeps most vectors whole.
+      const AlignedVector<uint8_t, kVec> bytes = load_vector<kVec>(row_mask + col);
+      constexpr int kWords = (kVec + 3) / 4;
+      uint32_t words[kWords];
 #pragma unroll
-    for (int e = 0; e < kVec; ++e)
-      if (((mask_bits >> e) & 1u) == 0u) v[e] = -INFINITY;
+      for (int i = 0; i < kWords; ++i) words[i] = 0x01010101u;  // bytes past kVec: kept
+      memcpy(words, &bytes, sizeof(bytes));
+      bool any_zero_byte = false;  // a byte of w is 0 iff (w - 0x01..01) & ~w has its top bit set
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) any_zero_byte |= ((words[i] - 0x01010101u) & ~words[i] & 0x80808080u) != 0u;
+      if (any_zero_byte) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e)
+          if ((words[e / 4] & (0xffu << (8 * (e % 4)))) == 0u) v[e] = -INFINITY;
+      }
+    } else {
+      const uint8_t* mask = row_mask + col * o.mask_step;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e)
+        if (mask[e * o.mask_step] == 0) v[e] = -INFINITY;
+    }
   }
   if (col + kVec > s.visible_end) {
 #pragma unroll
@@ -195,30 +186,6 @@ __device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStar
       if (col + e >= s.visible_end) v[e] = -INFINITY;
   }
 }
-
-// The same, the bool mask read here (the online kernels, which hold one vector at a time).
-template <typename T, typename acc_t, int kVec, typename Bits>
-__device__ __forceinline__ void vector_logits(const RowOptions& o, const RowStart& s, const LogitUnits<acc_t>& units,
-                                              const Bits& x, int64_t col, acc_t (&v)[kVec]) {
-  vector_logits<T>(o, s, units, x, col, bool_mask_bits<kVec>(o, s, col), v);
-}
-
-// The bool mask bits of the vectors a thread of the register kernels holds, in one word: vector
-// j's at bits j * kVec on (every bit set without a bool mask).
-template <int kVec, int kVectorsPerThread>
-struct HeldMaskBits {
-  static_assert(kVec * kVectorsPerThread <= 32, "a bit an element a thread holds");
-  uint32_t bits = ~0u;
-  template <typename Held>
-  __device__ HeldMaskBits(const RowOptions& o, const RowStart& s, const Held& held) {
-    if (o.mask_kind != MaskKind::Bool) return;
-    bits = 0;
-#pragma unroll
-    for (int j = 0; j < kVectorsPerThread; ++j)
-      if (held.live(j)) bits |= bool_mask_bits<kVec>(o, s, held.column(j)) << (j * kVec);
-  }
-  __device__ uint32_t vector(int j) const { return bits >> (j * kVec); }
-};
 
 // The keep decisions of the kVec elements of a vector, as Philox words (kernels/dropout.h):
 // element e is kept iff keeps(w[e / 2], e % 2, threshold). Read straight from the words, a
@@ -337,8 +304,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j)
     if (held.live(j)) loaded[j] = in[held.column(j) / kVec];
-  // The mask and the keep decisions do not depend on x: read and drawn while its loads are in flight.
-  const HeldMaskBits<kVec, kVectorsPerThread> mask_bits(options, start, held);
+  // The keep decisions do not depend on x: drawn while its loads are in flight.
   dropout_bits::MaskCursor cursor(options.dropout);
   KeepWords<kVec> keep[kVectorsPerThread];
 #pragma unroll
@@ -349,7 +315,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (held.live(j)) {
-      vector_logits<T>(options, start, base2, loaded[j], held.column(j), mask_bits.vector(j), v[j]);
+      vector_logits<T>(options, start, base2, loaded[j], held.column(j), v[j]);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[j][e]);
     }
@@ -449,9 +415,8 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
 template <typename T, typename acc_t, int kVec, typename Bits>
 __device__ __forceinline__ void recompute_probabilities(const RowOptions& o, const RowStart& s,
                                                         const LogitUnits<acc_t>& base2, acc_t log_sum_exp2,
-                                                        const Bits& x, int64_t col, uint32_t mask_bits,
-                                                        acc_t (&p)[kVec]) {
-  vector_logits<T>(o, s, base2, x, col, mask_bits, p);
+                                                        const Bits& x, int64_t col, acc_t (&p)[kVec]) {
+  vector_logits<T>(o, s, base2, x, col, p);
 #pragma unroll
   for (int e = 0; e < kVec; ++e) p[e] = fast_math::fast_exp2(fma(p[e], base2.exponent_factor, -log_sum_exp2));
 }
@@ -496,8 +461,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
       x_loaded[j] = x_in[held.column(j) / kVec];
     }
   }
-  // The mask and the keep decisions, read and drawn while the loads are in flight.
-  const HeldMaskBits<kVec, kVectorsPerThread> mask_bits(options, start, held);
+  // The keep decisions, drawn while the loads are in flight.
   KeepWords<kVec> keep[kVectorsPerThread];
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j)
@@ -507,8 +471,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (held.live(j)) {
-      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], held.column(j), mask_bits.vector(j),
-                                 p[j]);
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_loaded[j], held.column(j), p[j]);
       acc_t g[kVec];
       convert_vector(vector_from_bits<T, kVec>(dy[j]), g);
 #pragma unroll
@@ -557,8 +520,7 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   auto gradient_terms = [&](int64_t k, dropout_bits::MaskCursor& cursor, acc_t(&dp)[kVec], acc_t(&p)[kVec]) {
     acc_t dy[kVec];
     convert_vector(g_in[k], dy);
-    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec,
-                               bool_mask_bits<kVec>(options, start, k * kVec), p);
+    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
     KeepWords<kVec> keep;
     if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
