@@ -80,16 +80,20 @@ struct Ceilings {
   std::optional<double> copy_gbps, matmul_tflops;
 };
 
-// Median GPU time of `work` in milliseconds. `work` enqueues its kernels on the current
-// stream and must not wait for them.
-double median_gpu_ms(const std::function<void()>& work) {
+// Median GPU times of `works` in milliseconds, their runs taking turns (w0, w1, ..., w0, w1,
+// ...): rows compared by a ratio are timed together, so that both see the same clocks (a GEMM's
+// time drifts by 5% and more over seconds as the chip's clock follows its power and heat, and
+// rows timed one after the other showed the drift in their ratio). Each work enqueues its
+// kernels on the current stream and must not wait for them.
+std::vector<double> median_gpu_ms(const std::vector<std::function<void()>>& works) {
   const cudaStream_t stream = cuda::current_stream();
   cudaEvent_t probe_start, probe_stop;
   MG_CUDA_CHECK(cudaEventCreate(&probe_start), "bench_gpu");
   MG_CUDA_CHECK(cudaEventCreate(&probe_stop), "bench_gpu");
   // The warm-up doubles as the estimate that sizes the timed loop.
   MG_CUDA_CHECK(cudaEventRecord(probe_start, stream), "bench_gpu");
-  for (int i = 0; i < kWarmupRuns; ++i) work();
+  for (int i = 0; i < kWarmupRuns; ++i)
+    for (const auto& work : works) work();
   MG_CUDA_CHECK(cudaEventRecord(probe_stop, stream), "bench_gpu");
   MG_CUDA_CHECK(cudaEventSynchronize(probe_stop), "bench_gpu");
   float warmup_ms = 0.f;
@@ -97,30 +101,38 @@ double median_gpu_ms(const std::function<void()>& work) {
   MG_CUDA_CHECK(cudaEventDestroy(probe_start), "bench_gpu");
   MG_CUDA_CHECK(cudaEventDestroy(probe_stop), "bench_gpu");
   const double estimate_ms = std::max(1e-3, static_cast<double>(warmup_ms) / kWarmupRuns);
-  const int runs = std::clamp(static_cast<int>(kTimedBudgetMs / estimate_ms), kMinRuns, kMaxRuns);
+  const int runs = std::clamp(static_cast<int>(kTimedBudgetMs * works.size() / estimate_ms), kMinRuns, kMaxRuns);
 
-  std::vector<cudaEvent_t> start(static_cast<size_t>(runs)), stop(static_cast<size_t>(runs));
-  for (int i = 0; i < runs; ++i) {
-    MG_CUDA_CHECK(cudaEventCreate(&start[i]), "bench_gpu");
-    MG_CUDA_CHECK(cudaEventCreate(&stop[i]), "bench_gpu");
+  const size_t timings = static_cast<size_t>(runs) * works.size();  // run i of work k: i * works + k
+  std::vector<cudaEvent_t> start(timings), stop(timings);
+  for (size_t t = 0; t < timings; ++t) {
+    MG_CUDA_CHECK(cudaEventCreate(&start[t]), "bench_gpu");
+    MG_CUDA_CHECK(cudaEventCreate(&stop[t]), "bench_gpu");
   }
-  for (int i = 0; i < runs; ++i) {
-    MG_CUDA_CHECK(cudaEventRecord(start[i], stream), "bench_gpu");
-    work();
-    MG_CUDA_CHECK(cudaEventRecord(stop[i], stream), "bench_gpu");
+  for (size_t t = 0; t < timings; ++t) {
+    MG_CUDA_CHECK(cudaEventRecord(start[t], stream), "bench_gpu");
+    works[t % works.size()]();
+    MG_CUDA_CHECK(cudaEventRecord(stop[t], stream), "bench_gpu");
   }
   MG_CUDA_CHECK(cudaEventSynchronize(stop.back()), "bench_gpu");
-  std::vector<double> ms;
-  for (int i = 0; i < runs; ++i) {
-    float t = 0.f;
-    MG_CUDA_CHECK(cudaEventElapsedTime(&t, start[i], stop[i]), "bench_gpu");
-    ms.push_back(t);
-    MG_CUDA_CHECK(cudaEventDestroy(start[i]), "bench_gpu");
-    MG_CUDA_CHECK(cudaEventDestroy(stop[i]), "bench_gpu");
+  std::vector<std::vector<double>> ms(works.size());
+  for (size_t t = 0; t < timings; ++t) {
+    float elapsed = 0.f;
+    MG_CUDA_CHECK(cudaEventElapsedTime(&elapsed, start[t], stop[t]), "bench_gpu");
+    ms[t % works.size()].push_back(elapsed);
+    MG_CUDA_CHECK(cudaEventDestroy(start[t]), "bench_gpu");
+    MG_CUDA_CHECK(cudaEventDestroy(stop[t]), "bench_gpu");
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  std::vector<double> medians;
+  for (std::vector<double>& times : ms) {
+    std::sort(times.begin(), times.end());
+    medians.push_back(times[times.size() / 2]);
+  }
+  return medians;
 }
+
+// Median GPU time of `work` alone.
+double median_gpu_ms(const std::function<void()>& work) { return median_gpu_ms(std::vector{work}).front(); }
 
 double peak_mib_since_reset() { return static_cast<double>(cuda::allocator_stats().peak_allocated_bytes) / kMiB; }
 
@@ -410,38 +422,90 @@ Row gemm_row(const std::string& op, const std::string& impl, const Shape& shape,
   return r;
 }
 
+// GEMM-bound rows whose targets are ratios of one another, timed together (median_gpu_ms,
+// their runs taking turns). Each row's peak memory comes from a run of its own after
+// `reset` (which returns the harness to the state each run starts from).
+struct GemmCase {
+  std::string op, impl;
+  Shape shape;
+  std::string pass;
+  double flops;
+  std::function<void()> work;
+};
+std::vector<Row> gemm_rows_together(const std::vector<GemmCase>& cases, const Ceilings& ceilings,
+                                    const std::function<void()>& reset) {
+  std::vector<Row> rows;
+  for (const GemmCase& c : cases)
+    rows.push_back(Row{c.op, c.impl, c.shape, "bfloat16", c.pass, {}, {}, {}, {}, {}, {}, {}});
+  try {
+    std::vector<std::function<void()>> works;
+    for (const GemmCase& c : cases) works.push_back(c.work);
+    const std::vector<double> ms = median_gpu_ms(works);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      Row& r = rows[i];
+      r.ms = ms[i];
+      r.tflops = cases[i].flops / (ms[i] * 1e-3) / 1e12;
+      if (ceilings.matmul_tflops) r.roofline = *r.tflops / *ceilings.matmul_tflops;
+      reset();
+      r.base_mib = reset_peak_mib();
+      cases[i].work();
+      MG_CUDA_CHECK(cudaStreamSynchronize(cuda::current_stream()), "bench_gpu");
+      r.peak_mib = peak_mib_since_reset();
+      reset();
+    }
+  } catch (const std::exception& e) {
+    for (Row& r : rows) r.error = e.what();
+  }
+  return rows;
+}
+
 // The linear layers, bf16, GELU in its tanh form (the one cuBLASLt's epilogue computes):
 //   linear_gelu [8192, 4096] -> 16384, against linear_no_bias, the same product with nothing
 //     around it (the bare GEMMs: one forward, two backward), and against its twin;
 //   mlp, GPT-2's feed-forward block: [8192, 768] -> 3072 -> 768, against its twin.
 // The shape field is [rows, in, out] ([rows, in, hidden, out] for mlp). The full pass is
 // forward + backward with every input requiring grad: three GEMMs per layer, 3x the FLOPs.
+// The layers of one shape are timed together, a pass at a time (gemm_rows_together).
 void linear_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
   const TensorOptions bf16_gpu = TensorOptions(kBFloat16).device(gpu);
-  using Layer = std::function<Tensor(const tensor_list&)>;
-  auto pass_rows = [&](const char* op, const char* impl, const Shape& shape, double forward_flops,
-                       const tensor_list& inputs, const Tensor& dy, const Layer& f) {
-    rows.push_back(gemm_row(op, impl, shape, "fwd", forward_flops, ceilings, [&] { f(inputs); }));
-    tensor_list leaves;
-    for (const Tensor& t : inputs) leaves.push_back(t.detach().requires_grad_());
-    rows.push_back(gemm_row(op, impl, shape, "full", 3.0 * forward_flops, ceilings, [&] {
-      for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
-      f(leaves).backward(dy);
-    }));
+  using LayerFn = std::function<Tensor(const tensor_list&)>;
+  struct Layer {
+    const char* op;
+    const char* impl;
+    LayerFn f;
+  };
+  auto layer_rows = [&](const Shape& shape, double forward_flops, const tensor_list& inputs, const Tensor& dy,
+                        const std::vector<Layer>& layers) {
+    std::vector<tensor_list> leaves(layers.size());
+    for (size_t i = 0; i < layers.size(); ++i)
+      for (const Tensor& t : inputs) leaves[i].push_back(t.detach().requires_grad_());
+    auto clear_grads = [&] {
+      for (tensor_list& list : leaves)
+        for (Tensor& leaf : list) leaf.mutable_grad() = Tensor();
+    };
+    std::vector<GemmCase> forward, full;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      const Layer& layer = layers[i];
+      forward.push_back({layer.op, layer.impl, shape, "fwd", forward_flops, [&, i] { layers[i].f(inputs); }});
+      full.push_back({layer.op, layer.impl, shape, "full", 3.0 * forward_flops, [&, i] {
+                        for (Tensor& leaf : leaves[i]) leaf.mutable_grad() = Tensor();
+                        layers[i].f(leaves[i]).backward(dy);
+                      }});
+    }
+    for (const std::vector<GemmCase>* pass : {&forward, &full})
+      for (Row& r : gemm_rows_together(*pass, ceilings, clear_grads)) rows.push_back(std::move(r));
+    clear_grads();
   };
   constexpr auto kTanh = GeluApproximation::Tanh;
   {
     const int64_t m = 8192, k = 4096, n = 16384;
     const Tensor x = randn({m, k}, bf16_gpu), w = randn({n, k}, bf16_gpu) * (1.0 / 64.0), b = randn({n}, bf16_gpu);
     const Tensor dy = randn({m, n}, bf16_gpu);
-    const double flops = 2.0 * m * k * n;
-    const Shape shape = {m, k, n};
-    pass_rows("linear_no_bias", "minigrad", shape, flops, {x, w}, dy,
-              [](const tensor_list& t) { return linear(t[0], t[1]); });
-    pass_rows("linear_gelu", "minigrad", shape, flops, {x, w, b}, dy,
-              [&](const tensor_list& t) { return linear_gelu(t[0], t[1], t[2], kTanh); });
-    pass_rows("linear_gelu", "minigrad_composite", shape, flops, {x, w, b}, dy,
-              [&](const tensor_list& t) { return composite::linear_gelu(t[0], t[1], t[2], kTanh); });
+    layer_rows({m, k, n}, 2.0 * m * k * n, {x, w, b}, dy,
+               {{"linear_no_bias", "minigrad", [](const tensor_list& t) { return linear(t[0], t[1]); }},
+                {"linear_gelu", "minigrad", [&](const tensor_list& t) { return linear_gelu(t[0], t[1], t[2], kTanh); }},
+                {"linear_gelu", "minigrad_composite",
+                 [&](const tensor_list& t) { return composite::linear_gelu(t[0], t[1], t[2], kTanh); }}});
   }
   {
     const int64_t m = 8192, k = 768, hidden = 3072, n = 768;
@@ -449,12 +513,10 @@ void linear_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu) {
     const Tensor w1 = randn({hidden, k}, bf16_gpu) * 0.036, b1 = randn({hidden}, bf16_gpu);
     const Tensor w2 = randn({n, hidden}, bf16_gpu) * 0.018, b2 = randn({n}, bf16_gpu);
     const Tensor dy = randn({m, n}, bf16_gpu);
-    const double flops = 2.0 * m * k * hidden + 2.0 * m * hidden * n;
-    const Shape shape = {m, k, hidden, n};
-    pass_rows("mlp", "minigrad", shape, flops, {x, w1, b1, w2, b2}, dy,
-              [&](const tensor_list& t) { return mlp(t[0], t[1], t[2], t[3], t[4], kTanh); });
-    pass_rows("mlp", "minigrad_composite", shape, flops, {x, w1, b1, w2, b2}, dy,
-              [&](const tensor_list& t) { return composite::mlp(t[0], t[1], t[2], t[3], t[4], kTanh); });
+    layer_rows({m, k, hidden, n}, 2.0 * m * k * hidden + 2.0 * m * hidden * n, {x, w1, b1, w2, b2}, dy,
+               {{"mlp", "minigrad", [&](const tensor_list& t) { return mlp(t[0], t[1], t[2], t[3], t[4], kTanh); }},
+                {"mlp", "minigrad_composite",
+                 [&](const tensor_list& t) { return composite::mlp(t[0], t[1], t[2], t[3], t[4], kTanh); }}});
   }
 }
 

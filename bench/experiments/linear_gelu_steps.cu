@@ -1,7 +1,8 @@
 // Experiment: where linear_gelu's forward + backward spends its time over the bare GEMMs, at
 // bench_gpu's shape ([8192, 4096] -> 16384, bf16, GELU's tanh form). Each step of the
-// op's full pass (ops/linear.cpp) is timed alone, side by side in one run with the bare GEMM
-// it stands for, and the two full passes through the tape are timed too, so that the steps'
+// op's full pass (ops/linear.cpp) is timed alone, its runs taking turns with those of the bare
+// GEMM it stands for (and of the same GEMM on the op's data, which tells the data's part from
+// the epilogue's), and the two full passes through the tape are timed too, so that the steps'
 // sums can be held against them:
 //
 //   forward    GEMM x W^T                      | GEMM + GELU_AUX_BIAS (writes y and pre)
@@ -31,8 +32,6 @@ namespace {
 
 constexpr int kRuns = 15;
 
-double time_ms(const std::function<void()>& f) { return experiments::median_ms(f, kRuns); }
-
 }  // namespace
 
 int main() {
@@ -56,47 +55,56 @@ int main() {
     return 1;
   }
 
-  struct Step {
+  // Each line's functions take turns (interleaved_median_ms): the GEMMs' clocks drift by 5% and
+  // more over seconds, and timed one after the other two equal GEMMs differed by that much.
+  struct Line {
     const char* name;
-    double bare_ms, fused_ms;
+    std::vector<const char*> labels;
+    std::vector<std::function<void()>> fs;
   };
-  const Step steps[] = {
-      {"forward", time_ms([&] { (void)matmul(x, w.t()); }),
-       time_ms([&] { cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b, pre); })},
-      {"forward, no aux", time_ms([&] { (void)matmul(x, w.t()); }),
-       time_ms([&] { cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b); })},
-      {"gelu'", 0.0, time_ms([&] { (void)gelu_backward(dy, pre, tanh); })},
-      {"dx", time_ms([&] { (void)matmul(dy, w); }), time_ms([&] { (void)matmul(d_pre, w); })},
-      {"dW (and db)", time_ms([&] { (void)matmul(dy.t(), x); }),
-       time_ms([&] { cuda::gemm_with_epilogue(d_pre.t(), x, dw, GemmEpilogue::BiasGradOfA, db); })},
-      {"dW of d_pre, no db", 0.0, time_ms([&] { (void)matmul(d_pre.t(), x); })},
+  const std::vector<Line> lines = {
+      {"forward",
+       {"x W^T", "+ GELU_AUX_BIAS", "+ GELU_BIAS (no aux)"},
+       {[&] { (void)matmul(x, w.t()); },
+        [&] { cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b, pre); },
+        [&] { cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b); }}},
+      {"gelu'", {"dy * gelu'(pre)"}, {[&] { (void)gelu_backward(dy, pre, tanh); }}},
+      {"dx", {"dy W", "d_pre W"}, {[&] { (void)matmul(dy, w); }, [&] { (void)matmul(d_pre, w); }}},
+      {"dW",
+       {"dy^T x", "d_pre^T x", "d_pre^T x + BGRADA"},
+       {[&] { (void)matmul(dy.t(), x); }, [&] { (void)matmul(d_pre.t(), x); },
+        [&] { cuda::gemm_with_epilogue(d_pre.t(), x, dw, GemmEpilogue::BiasGradOfA, db); }}},
   };
 
   // The two full passes through the tape, as bench_gpu times them.
+  tensor_list leaves = {x.detach().requires_grad_(), w.detach().requires_grad_(), b.detach().requires_grad_()};
   auto full_pass = [&](bool gelu_layer) {
-    tensor_list leaves = {x.detach().requires_grad_(), w.detach().requires_grad_(), b.detach().requires_grad_()};
-    return time_ms([&] {
+    return [&, gelu_layer] {
       for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
       const Tensor out = gelu_layer ? linear_gelu(leaves[0], leaves[1], leaves[2], tanh) : linear(leaves[0], leaves[1]);
       out.backward(dy);
-    });
+    };
   };
-  const double bare_full = full_pass(false), gelu_full = full_pass(true);
 
-  std::printf("linear_gelu [%lld, %lld] -> %lld bf16 (tanh), each step alone, median of %d, ms:\n",
+  std::printf("linear_gelu [%lld, %lld] -> %lld bf16 (tanh), each line's runs taking turns, median of %d, ms "
+              "(TFLOP/s):\n",
               static_cast<long long>(m), static_cast<long long>(k), static_cast<long long>(n), kRuns);
-  std::printf("  %-20s %10s %10s %8s\n", "step", "bare GEMM", "the op's", "ratio");
-  for (const Step& s : steps) {
-    if (s.bare_ms > 0)
-      std::printf("  %-20s %10.4f %10.4f %8.3f   (%.0f / %.0f TFLOP/s)\n", s.name, s.bare_ms, s.fused_ms,
-                  s.fused_ms / s.bare_ms, tflop / s.bare_ms * 1e3, tflop / s.fused_ms * 1e3);
-    else
-      std::printf("  %-20s %10s %10.4f\n", s.name, "-", s.fused_ms);
+  std::vector<std::vector<double>> medians;
+  for (const Line& line : lines) {
+    medians.push_back(experiments::interleaved_median_ms(line.fs, kRuns));
+    std::printf("  %-8s", line.name);
+    for (size_t i = 0; i < line.fs.size(); ++i) {
+      const double ms = medians.back()[i];
+      std::printf("  %s %.4f (%.0f)", line.labels[i], ms, tflop / ms * 1e3);
+      if (i > 0) std::printf(" %.3fx", ms / medians.back()[0]);
+    }
+    std::printf("\n");
   }
-  const double bare_sum = steps[0].bare_ms + steps[3].bare_ms + steps[4].bare_ms;
-  const double op_sum = steps[0].fused_ms + steps[2].fused_ms + steps[3].fused_ms + steps[4].fused_ms;
-  std::printf("  steps summed:        %10.4f %10.4f %8.3f\n", bare_sum, op_sum, op_sum / bare_sum);
-  std::printf("  full pass, the tape: %10.4f %10.4f %8.3f   (linear_no_bias / linear_gelu)\n", bare_full, gelu_full,
-              gelu_full / bare_full);
+  const double bare_sum = medians[0][0] + medians[2][0] + medians[3][0];
+  const double op_sum = medians[0][1] + medians[1][0] + medians[2][1] + medians[3][2];
+  std::printf("  steps summed: the bare GEMMs %.4f, linear_gelu's %.4f: %.3fx\n", bare_sum, op_sum, op_sum / bare_sum);
+  const std::vector<double> full = experiments::interleaved_median_ms({full_pass(false), full_pass(true)}, kRuns);
+  std::printf("  full pass through the tape: linear_no_bias %.4f, linear_gelu %.4f: %.3fx\n", full[0], full[1],
+              full[1] / full[0]);
   return 0;
 }
