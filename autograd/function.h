@@ -132,6 +132,13 @@ class AutogradContext {
   // Whether argument i of forward needs a gradient. Skip work for the ones that don't.
   // A tensor_list argument counts one per element, in order.
   bool needs_input_grad(size_t i) const { return i < needs_input_grad_.size() && needs_input_grad_[i]; }
+  // Whether any argument needs a gradient, i.e. whether this forward is being recorded at all:
+  // if not, nothing it saves is ever read, and it may skip what only the backward needs.
+  bool needs_any_input_grad() const {
+    for (bool needs : needs_input_grad_)
+      if (needs) return true;
+    return false;
+  }
 
   // Outputs that are not differentiable (indices, masks, statistics kept for backward):
   // they get no grad_fn and never require grad, and backward receives no gradient for them

@@ -62,14 +62,6 @@ std::optional<Tensor> optional_bias(const Tensor& saved) {
   return saved.defined() ? std::optional<Tensor>(saved) : std::nullopt;
 }
 
-// Whether the forward is being recorded, i.e. any of its first `inputs` tensor arguments needs
-// a gradient: only then is what it saves ever read.
-bool records_backward(const Context& ctx, size_t inputs) {
-  for (size_t i = 0; i < inputs; ++i)
-    if (ctx.needs_input_grad(i)) return true;
-  return false;
-}
-
 // Whether a backward may take the epilogues: on the GPU, and not recording a graph.
 bool fused_backward(const Tensor& t) { return t.device().is_cuda() && !GradMode::is_enabled(); }
 
@@ -163,7 +155,7 @@ struct LinearGelu : Function<LinearGelu> {
   };
   static Tensor forward(Context& ctx, const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias,
                         GeluApproximation approximate) {
-    const Activated a = affine_gelu(as_rows(x), weight, bias, approximate, records_backward(ctx, 3));
+    const Activated a = affine_gelu(as_rows(x), weight, bias, approximate, ctx.needs_any_input_grad());
     ctx.state<State>().approximate = approximate;
     ctx.save_for_backward({x, weight, bias.value_or(Tensor()), a.pre});
     return a.y.reshape(output_sizes(x, weight.size(0)));
@@ -193,7 +185,7 @@ struct Mlp : Function<Mlp> {
   };
   static Tensor forward(Context& ctx, const Tensor& x, const Tensor& w1, const std::optional<Tensor>& b1,
                         const Tensor& w2, const std::optional<Tensor>& b2, GeluApproximation approximate) {
-    const Activated hidden = affine_gelu(as_rows(x), w1, b1, approximate, records_backward(ctx, 5));
+    const Activated hidden = affine_gelu(as_rows(x), w1, b1, approximate, ctx.needs_any_input_grad());
     const Tensor y = affine(hidden.y, w2, b2);
     ctx.state<State>().approximate = approximate;
     ctx.save_for_backward({x, w1, b1.value_or(Tensor()), w2, hidden.pre, hidden.y});
