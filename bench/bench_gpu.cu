@@ -405,16 +405,21 @@ void fused_rows(std::vector<Row>& rows, const Ceilings& ceilings, const Tensor& 
   }
 }
 
-// A GEMM-bound row: `flops` over the matmul ceiling is its floor.
+// A GEMM-bound row's time, and its rate against the matmul ceiling (`flops` over the ceiling
+// is its floor).
+void set_gemm_time(Row& r, double ms, double flops, const Ceilings& ceilings) {
+  r.ms = ms;
+  r.tflops = flops / (ms * 1e-3) / 1e12;
+  if (ceilings.matmul_tflops) r.roofline = *r.tflops / *ceilings.matmul_tflops;
+}
+
+// A GEMM-bound row.
 Row gemm_row(const std::string& op, const std::string& impl, const Shape& shape, const std::string& pass,
              double flops, const Ceilings& ceilings, const std::function<void()>& work) {
   Row r{op, impl, shape, "bfloat16", pass, {}, {}, {}, {}, {}, {}, {}};
   try {
     r.base_mib = reset_peak_mib();
-    const double ms = median_gpu_ms(work);
-    r.ms = ms;
-    r.tflops = flops / (ms * 1e-3) / 1e12;
-    if (ceilings.matmul_tflops) r.roofline = *r.tflops / *ceilings.matmul_tflops;
+    set_gemm_time(r, median_gpu_ms(work), flops, ceilings);
     r.peak_mib = peak_mib_since_reset();
   } catch (const std::exception& e) {
     r.error = e.what();
@@ -443,9 +448,7 @@ std::vector<Row> gemm_rows_together(const std::vector<GemmCase>& cases, const Ce
     const std::vector<double> ms = median_gpu_ms(works);
     for (size_t i = 0; i < cases.size(); ++i) {
       Row& r = rows[i];
-      r.ms = ms[i];
-      r.tflops = cases[i].flops / (ms[i] * 1e-3) / 1e12;
-      if (ceilings.matmul_tflops) r.roofline = *r.tflops / *ceilings.matmul_tflops;
+      set_gemm_time(r, ms[i], cases[i].flops, ceilings);
       reset();
       r.base_mib = reset_peak_mib();
       cases[i].work();

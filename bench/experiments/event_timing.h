@@ -14,28 +14,6 @@
 namespace minigrad {
 namespace experiments {
 
-template <typename F>
-double median_ms(F&& f, int runs) {
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start);
-  cudaEventCreate(&stop);
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<float> times;
-  for (int i = 0; i < runs; ++i) {
-    cudaEventRecord(start, cuda::current_stream());
-    f();
-    cudaEventRecord(stop, cuda::current_stream());
-    cudaEventSynchronize(stop);
-    float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
-    times.push_back(ms);
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
-
 // The medians of `runs` timings of each of fs, the runs taking turns (f0, f1, ..., f0, f1,
 // ...), after 3 warm-up rounds. A GEMM-bound function's time drifts by 5% and more over a few
 // seconds (the chip's clock follows its power and heat): timed one after the other, two
@@ -67,6 +45,12 @@ inline std::vector<double> interleaved_median_ms(const std::vector<std::function
     medians.push_back(t[t.size() / 2]);
   }
   return medians;
+}
+
+// The median of `runs` timings of f alone.
+template <typename F>
+double median_ms(F&& f, int runs) {
+  return interleaved_median_ms({std::function<void()>(std::ref(f))}, runs).front();
 }
 
 }  // namespace experiments
