@@ -923,6 +923,19 @@ void with_kernel_types(DType dtype, int64_t head_dim, F&& f) {
     with_dim(Half{});
 }
 
+// The backward's operands in p: dO (chunk-aligned, as q is), the forward's O and L, D's buffer
+// (float32, L's shape), and the three gradients (contiguous, the shapes of q, k and v).
+void set_backward_operands(Params& p, const Tensor& grad, const Tensor& out, const Tensor& log_sum_exp,
+                           const Tensor& delta, const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
+  p.grad_out = head_rows(grad);
+  p.saved_out = static_cast<const uint16_t*>(out.raw_data());
+  p.log_sum_exp = log_sum_exp.data_ptr<float>();
+  p.delta = delta.data_ptr<float>();
+  p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
+  p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
+  p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
+}
+
 // The backward, with grad_kv blocks of kKeyWarps warps at every head dim, or with 0 GradKvShape's
 // choice: the library runs 0, bench/experiments/flash_backward_shapes.cu the others too.
 template <int kKeyWarps = 0>
@@ -936,14 +949,8 @@ void backward_with_shape(const Tensor& grad_in, const Tensor& q_in, const Tensor
   const Tensor q = chunk_aligned(q_in), k = chunk_aligned(k_in), v = chunk_aligned(v_in);
   const Tensor grad = chunk_aligned(grad_in.contiguous());
   Params p = params_of(q, k, v, spec);
-  p.grad_out = head_rows(grad);
-  p.saved_out = static_cast<const uint16_t*>(out.raw_data());
-  p.log_sum_exp = log_sum_exp.data_ptr<float>();
   const Tensor delta = empty(log_sum_exp.sizes(), TensorOptions(kFloat32).device(q.device()));
-  p.delta = delta.data_ptr<float>();
-  p.grad_q = static_cast<uint16_t*>(grad_q.raw_data());
-  p.grad_k = static_cast<uint16_t*>(grad_k.raw_data());
-  p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
+  set_backward_operands(p, grad, out, log_sum_exp, delta, grad_q, grad_k, grad_v);
   with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
     constexpr int kD = decltype(dim)::value;
     launch_backward<decltype(tag), kD, kKeyWarps != 0 ? kKeyWarps : GradKvShape<kD>::kWarps>(p, op);

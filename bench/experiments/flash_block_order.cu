@@ -56,13 +56,7 @@ void run_problem(const Problem& pr) {
 
   cuda::Params p = cuda::params_of(q, k, v, spec);
   p.out = static_cast<uint16_t*>(out.raw_data());
-  p.log_sum_exp = lse.data_ptr<float>();
-  p.grad_out = cuda::head_rows(grad);
-  p.saved_out = static_cast<const uint16_t*>(out.raw_data());
-  p.delta = delta.data_ptr<float>();
-  p.grad_q = static_cast<uint16_t*>(dq.raw_data());
-  p.grad_k = static_cast<uint16_t*>(dk.raw_data());
-  p.grad_v = static_cast<uint16_t*>(dv.raw_data());
+  cuda::set_backward_operands(p, grad, out, lse, delta, dq, dk, dv);
   const int library_groups[2] = {p.query_heads_per_group, p.kv_heads_per_group};
 
   using Fwd = cuda::ForwardShape<kD>;
