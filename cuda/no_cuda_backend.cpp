@@ -24,6 +24,7 @@
 #include <minigrad/cuda/cross_entropy.h>
 #include <minigrad/cuda/elementwise_stub.h>
 #include <minigrad/cuda/flash_attention.h>
+#include <minigrad/cuda/gelu_bias_backward.h>
 #include <minigrad/cuda/indexing.h>
 #include <minigrad/cuda/matmul.h>
 #include <minigrad/cuda/normalization.h>
@@ -69,6 +70,10 @@ void normalization_backward(const char* op, const Tensor&, const Tensor&, const 
                             const Tensor&, const Tensor&, int64_t, normalization::NormKind, normalization::Epilogue,
                             const Tensor&, const Tensor&, const Tensor&) {
   raise_no_cuda_backend(fmt::format("{}_backward", op).c_str());
+}
+
+bool gelu_backward_and_bias_grad(const Tensor&, const Tensor&, GeluApproximation, const Tensor&, const Tensor&) {
+  raise_no_cuda_backend("linear_gelu");
 }
 
 void matmul(const Tensor&, const Tensor&, const Tensor&) { raise_no_cuda_backend("matmul"); }

@@ -19,14 +19,15 @@
 //    registers too. Longer rows (and rows that rule out 16-byte vectors) read the row again
 //    for dx (from L2), and a second kernel reads x and grad once more for the partials, by
 //    columns (affine_gradient_columns_kernel).
-//  - the partials, [blocks, n], are summed over the blocks in a fixed order: dweight and
-//    dbias have the same bits on every run (no atomics).
+//  - the partials, [blocks, n], are summed over the blocks in a fixed order
+//    (cuda/column_sums.cuh): dweight and dbias have the same bits on every run (no atomics).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
 
 #include <minigrad/core/dispatch.h>
 #include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/column_sums.cuh>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/normalization.h>
 #include <minigrad/cuda/row_kernels.cuh>
@@ -453,31 +454,6 @@ __global__ void affine_gradient_columns_kernel(BackwardArgs<T> a, int64_t rows_p
   }
 }
 
-// Sums the [blocks, n] partials over the blocks: column c of a 32-column tile is summed by
-// threadIdx.y = 0..kSplit-1, each over the blocks y, y + kSplit, ... in order, and the
-// kSplit sums are added in order of y. The same order on every run.
-constexpr int kPartialSplit = 16;
-
-template <typename T>
-__global__ void sum_partials_kernel(const compute_t<T>* __restrict__ partials, int64_t blocks, int64_t n,
-                                    T* __restrict__ out) {
-  using acc_t = compute_t<T>;
-  __shared__ acc_t sums[kPartialSplit][kWarpSize + 1];
-  const int64_t column = static_cast<int64_t>(blockIdx.x) * kWarpSize + threadIdx.x;
-  acc_t sum = 0;
-  if (column < n) {
-#pragma unroll 4
-    for (int64_t b = threadIdx.y; b < blocks; b += kPartialSplit) sum += partials[b * n + column];
-  }
-  sums[threadIdx.y][threadIdx.x] = sum;
-  __syncthreads();
-  if (threadIdx.y != 0 || column >= n) return;
-  acc_t total = 0;
-#pragma unroll
-  for (int y = 0; y < kPartialSplit; ++y) total += sums[y][threadIdx.x];
-  out[column] = convert_element<T>(total);
-}
-
 // ---- launching ----
 
 int multiprocessor_count() {
@@ -599,14 +575,10 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
       });
     });
     if (!affine) return;
-    const dim3 block(kWarpSize, kPartialSplit);
-    const unsigned int grid = static_cast<unsigned int>((rows.length + kWarpSize - 1) / kWarpSize);
     if (grad_weight.defined())
-      sum_partials_kernel<T><<<grid, block, 0, stream>>>(args.weight_partials, blocks, rows.length,
-                                                          static_cast<T*>(grad_weight.raw_data()));
+      sum_column_partials(args.weight_partials, blocks, rows.length, static_cast<T*>(grad_weight.raw_data()), stream);
     if (grad_bias.defined())
-      sum_partials_kernel<T><<<grid, block, 0, stream>>>(args.bias_partials, blocks, rows.length,
-                                                          static_cast<T*>(grad_bias.raw_data()));
+      sum_column_partials(args.bias_partials, blocks, rows.length, static_cast<T*>(grad_bias.raw_data()), stream);
     MG_CUDA_CHECK_LAUNCH(op);
   });
 }

@@ -14,13 +14,18 @@
 // + b being the pre-activation its forward keeps.
 //
 // On the GPU the work around each GEMM moves into the GEMM's epilogue (cuda/blaslt.h), where
-// the output tile is still in registers: the forward's bias and GELU, the backward's bias
-// sum (accumulated while dW's GEMM reads dy) and, in mlp, gelu' applied to the GEMM that
-// computes the hidden layer's gradient. What cuBLASLt does not offer runs as ops after the
-// GEMM: the exact (erf) GELU, which its epilogues do not have, GELU in float32 and float64,
-// which they compute at half precision (gelu_epilogue_serves), and linear_gelu's own gelu',
-// which applies to the incoming gradient rather than to a GEMM's output (one elementwise
-// kernel, gelu_backward). On the CPU every step is an op: matmul, add, gelu, sum.
+// the output tile is still in registers: the forward's bias and GELU, linear's and mlp's
+// backward bias sums (accumulated while dW's GEMM reads dy) and, in mlp, gelu' applied to the
+// GEMM that computes the hidden layer's gradient. What cuBLASLt does not offer runs as ops
+// after the GEMM: the exact (erf) GELU, which its epilogues do not have, and GELU in float32
+// and float64, which they compute at half precision (gelu_epilogue_serves).
+// linear_gelu's own gelu' applies to the incoming gradient rather than to a GEMM's output: one
+// elementwise pass (cuda/gelu_bias_backward.h), which sums the bias gradient too as it goes,
+// since it reads every element of d(pre) anyway; dW's GEMM then runs without an epilogue,
+// faster than with the bias-gradient one. mlp keeps that epilogue for b1: where its d(pre)
+// comes out of a GEMM's gelu' epilogue (half precision, tanh form), there is no elementwise
+// pass to sum in.
+// On the CPU every step is an op: matmul, add, gelu, sum.
 //
 // Differentiating twice: the backward is written with ops (matmul, gelu_backward, sum), so
 // under create_graph it is recorded like a forward. The epilogues are not differentiable
@@ -36,6 +41,7 @@
 #include <minigrad/autograd/grad_mode.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/blaslt.h>
+#include <minigrad/cuda/gelu_bias_backward.h>
 #include <minigrad/ops/cpu_loops.h>
 #include <minigrad/ops/ops.h>
 
@@ -169,10 +175,24 @@ struct LinearGelu : Function<LinearGelu> {
     const Tensor x_rows = as_rows(x);
     // Recording a graph: the pre-activation again, on the tape (see the top of the file).
     const Tensor pre = GradMode::is_enabled() ? composite::linear(x_rows, weight, bias) : saved[3];
-    const Tensor d_pre = gelu_backward(as_rows(grads[0]), pre, approximate);
+    // On the GPU, d(pre) and the bias's gradient in one pass (see the top of the file); the
+    // bias is wanted only where the forward had one.
+    Tensor d_pre, db;
+    if (ctx.needs_input_grad(2) && fused_backward(grads[0])) {
+      const Tensor g = as_rows(grads[0]).contiguous();
+      const Tensor d = empty(g.sizes(), g.options());
+      const Tensor b = empty({g.size(1)}, g.options());
+      if (cuda::gelu_backward_and_bias_grad(g, pre.contiguous(), approximate, d, b)) {
+        d_pre = d;
+        db = b;
+      }
+    }
+    if (!d_pre.defined()) d_pre = gelu_backward(as_rows(grads[0]), pre, approximate);
     Tensor dx;
     if (ctx.needs_input_grad(0)) dx = backward_input(d_pre, weight, x.sizes());
-    const WeightGrads dw = backward_weight_and_bias(d_pre, x_rows, ctx.needs_input_grad(1), ctx.needs_input_grad(2));
+    WeightGrads dw =
+        backward_weight_and_bias(d_pre, x_rows, ctx.needs_input_grad(1), ctx.needs_input_grad(2) && !db.defined());
+    if (db.defined()) dw.bias = db;
     return {dx, dw.weight, dw.bias, Tensor()};
   }
 };

@@ -14,8 +14,9 @@
 //
 // Then one layer timed side by side, each two ways: linear (the two products and a sum by
 // hand, in ops/linear.cpp) against the composite matmul + add that the tape differentiates
-// op by op; and the layer with its activation, linear_gelu (on the GPU the bias, GELU and
-// the bias gradient ride in cuBLASLt's GEMM epilogues) against matmul + add + gelu.
+// op by op; and the layer with its activation, linear_gelu (on the GPU the bias and GELU
+// ride in cuBLASLt's GEMM epilogue, and the bias gradient is summed in the gelu' pass)
+// against matmul + add + gelu.
 //
 //   linear_op            on the GPU where one is present, else on the CPU
 //   linear_op cpu        on the CPU

@@ -6,6 +6,10 @@
 // float64; odd shapes that fall back (in/out not multiples of 8, batch 1, 3-D inputs);
 // gradcheck and gradgradcheck in float64 on the GPU. Outputs are allocated after the
 // allocator's cache was filled with NaN, so an element an epilogue forgets shows.
+// linear_gelu's backward computes d(pre) and the bias gradient in one kernel of its own
+// (cuda/gelu_bias_backward.h): checked directly (d(pre) bit for bit gelu_backward's, the bias
+// gradient against a float64 sum, the same bits on every run, the shapes it refuses), and
+// through linear_gelu with every combination of gradients wanted.
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -16,6 +20,7 @@
 #include <minigrad/config.h>  // MINIGRAD_WITH_CUDA
 #if MINIGRAD_WITH_CUDA
 #include <minigrad/cuda/blaslt.h>
+#include <minigrad/cuda/gelu_bias_backward.h>
 #endif
 
 using namespace minigrad;
@@ -150,6 +155,150 @@ TEST_CASE("linear, linear_gelu and mlp take cuBLASLt's epilogues forward and bac
           "one: float16 and bfloat16 (half-precision cuBLAS)" * doctest::skip(!cuda_is_available())) {
   manual_seed(1101);
   for (DType dtype : {kBFloat16, kFloat16}) check_fused_against_ops(dtype);
+}
+
+namespace {
+
+// grad and pre [rows, n] on the GPU, random (pre spread over GELU's curve), and outputs for
+// gelu_backward_and_bias_grad filled with NaN, so an element it leaves unwritten shows.
+struct GeluBiasCase {
+  Tensor grad, pre, d_pre, d_bias;
+};
+GeluBiasCase gelu_bias_case(const Shape& shape, DType dtype) {
+  const TensorOptions on_gpu = TensorOptions(dtype).device(kGpu);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {randn(shape, kFloat64).to(dtype).to(kGpu), (randn(shape, kFloat64) * 2).to(dtype).to(kGpu),
+          full(shape, nan, on_gpu), full({shape[1]}, nan, on_gpu)};
+}
+
+// The relative rounding error of one operation in dtype.
+double unit_roundoff(DType dtype) {
+  if (dtype == kBFloat16) return std::ldexp(1.0, -8);
+  if (dtype == kFloat16) return std::ldexp(1.0, -11);
+  if (dtype == kFloat32) return std::ldexp(1.0, -24);
+  return std::ldexp(1.0, -53);
+}
+
+}  // namespace
+
+TEST_CASE("gelu_backward_and_bias_grad: d_pre is gelu_backward's bit for bit, d_bias the sum of its rows, the same "
+          "bits on every run" * doctest::skip(!cuda_is_available())) {
+  manual_seed(1105);
+  // A row, rows that are a multiple of nothing, rows longer than a block's columns (1032
+  // bfloat16 elements are 129 vectors), and more rows than one chunk takes.
+  const Shape shapes[] = {{1, 8}, {37, 24}, {300, 1032}, {2050, 264}};
+  for (DType dtype : {kBFloat16, kFloat16, kFloat32, kFloat64}) {
+    for (GeluApproximation approximate : {GeluApproximation::None, kTanh}) {
+      for (const Shape& shape : shapes) {
+        CAPTURE(dtype_name(dtype));
+        CAPTURE(static_cast<int>(approximate));
+        CAPTURE(shape_str(shape));
+        const GeluBiasCase c = gelu_bias_case(shape, dtype);
+        REQUIRE(cuda::gelu_backward_and_bias_grad(c.grad, c.pre, approximate, c.d_pre, c.d_bias));
+        CHECK(same_bits(c.d_pre, gelu_backward(c.grad, c.pre, approximate)));
+
+        // The reference: the same rounded inputs, gelu' and the sum in float64 on the CPU. The
+        // kernel computes each term in float (double for float64), sums the terms in that type
+        // and rounds the sum to dtype once. Allowed: a rounding of dtype on the result, plus a
+        // rounding of the accumulation type per row (and 16 for the terms' own errors) on the
+        // terms' magnitudes, which |grad| (1 + |pre|) bounds (|gelu'(x)| <= 1 + |x|).
+        const Tensor grad = c.grad.to(kCPU).to(kFloat64), pre = c.pre.to(kCPU).to(kFloat64);
+        const Tensor want = sum(gelu_backward(grad, pre, approximate), {0});
+        const Tensor magnitude = sum(abs(grad) * (abs(pre) + 1.0), {0});
+        const double accumulation = unit_roundoff(dtype == kFloat64 ? kFloat64 : kFloat32);
+        const Tensor allowed = abs(want) * (2 * unit_roundoff(dtype)) +
+                               magnitude * (accumulation * static_cast<double>(shape[0] + 16));
+        const Tensor got = c.d_bias.to(kCPU).to(kFloat64);
+        CHECK(!isnan(got).any().item<bool>());
+        CHECK(max(abs(got - want) - allowed).item<double>() <= 0.0);
+
+        // Again into fresh outputs: the same bits (a fixed order of summation, no atomics).
+        const GeluBiasCase again{c.grad, c.pre, full(shape, 0.5, c.d_pre.options()),
+                                 full({shape[1]}, 0.5, c.d_bias.options())};
+        REQUIRE(cuda::gelu_backward_and_bias_grad(again.grad, again.pre, approximate, again.d_pre, again.d_bias));
+        CHECK(same_bits(again.d_pre, c.d_pre));
+        CHECK(same_bits(again.d_bias, c.d_bias));
+      }
+    }
+  }
+}
+
+TEST_CASE("gelu_backward_and_bias_grad: rows that are not 16-byte vectors are refused untouched; no rows give a "
+          "zero bias gradient" * doctest::skip(!cuda_is_available())) {
+  manual_seed(1106);
+  // 7 bfloat16 elements a row: not a whole number of 8-element vectors.
+  const GeluBiasCase odd = gelu_bias_case({4, 7}, kBFloat16);
+  CHECK(!cuda::gelu_backward_and_bias_grad(odd.grad, odd.pre, kTanh, odd.d_pre, odd.d_bias));
+  CHECK(isnan(odd.d_pre).all().item<bool>());
+  CHECK(isnan(odd.d_bias).all().item<bool>());
+
+  // Rows of 8 that start one element (2 bytes) past a 16-byte boundary.
+  const GeluBiasCase aligned = gelu_bias_case({4, 8}, kBFloat16);
+  Tensor shifted = empty({33}, TensorOptions(kBFloat16).device(kGpu)).slice(0, 1, 33).view({4, 8});
+  shifted.copy_(aligned.grad);
+  REQUIRE(shifted.is_contiguous());
+  CHECK(!cuda::gelu_backward_and_bias_grad(shifted, aligned.pre, kTanh, aligned.d_pre, aligned.d_bias));
+  CHECK(isnan(aligned.d_pre).all().item<bool>());
+  CHECK(isnan(aligned.d_bias).all().item<bool>());
+
+  for (DType dtype : {kBFloat16, kFloat32, kFloat64}) {
+    CAPTURE(dtype_name(dtype));
+    const GeluBiasCase none = gelu_bias_case({0, 16}, dtype);
+    REQUIRE(cuda::gelu_backward_and_bias_grad(none.grad, none.pre, GeluApproximation::None, none.d_pre, none.d_bias));
+    CHECK(same_bits(none.d_bias, zeros({16}, TensorOptions(dtype).device(kGpu))));
+    const GeluBiasCase empty_rows = gelu_bias_case({5, 0}, dtype);
+    CHECK(cuda::gelu_backward_and_bias_grad(empty_rows.grad, empty_rows.pre, kTanh, empty_rows.d_pre,
+                                            empty_rows.d_bias));
+  }
+}
+
+namespace {
+
+// linear_gelu against its composite twin on the GPU in dtype, for every non-empty set of {x,
+// weight, bias} requiring a gradient: the bias's alone, the weight's alone (a bias present but
+// not wanted), both, with or without x's. Where the bias's is wanted the backward takes
+// gelu_backward_and_bias_grad; elsewhere gelu_backward.
+void check_linear_gelu_any_grads(DType dtype) {
+  const Inputs in = linear_inputs(72, 40, 56, dtype, true);
+  for (GeluApproximation approximate : {GeluApproximation::None, kTanh}) {
+    for (int wanted = 1; wanted < 8; ++wanted) {
+      CAPTURE(dtype_name(dtype));
+      CAPTURE(static_cast<int>(approximate));
+      CAPTURE(wanted);
+      auto run = [&](bool fused) {
+        tensor_list leaves;
+        for (size_t i = 0; i < in.tensors.size(); ++i)
+          leaves.push_back(in.tensors[i].detach().requires_grad_((wanted >> i & 1) != 0));
+        poison_gpu_cache(1 << 20);
+        const Tensor y = fused ? linear_gelu(leaves[0], leaves[1], leaves[2], approximate)
+                               : composite::linear_gelu(leaves[0], leaves[1], leaves[2], approximate);
+        y.backward(in.dy);
+        tensor_list grads;
+        for (const Tensor& leaf : leaves) grads.push_back(leaf.grad());
+        return grads;
+      };
+      const tensor_list fused = run(true), ops = run(false);
+      for (size_t i = 0; i < fused.size(); ++i) {
+        CAPTURE(i);
+        REQUIRE(fused[i].defined() == ((wanted >> i & 1) != 0));
+        if (fused[i].defined()) check_close_scaled(fused[i], ops[i], tolerance_of(dtype));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("linear_gelu's backward on the GPU with any of its gradients wanted matches the composite twin: float32" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1107);
+  check_linear_gelu_any_grads(kFloat32);
+}
+
+TEST_CASE("linear_gelu's backward on the GPU with any of its gradients wanted matches the composite twin: bfloat16 "
+          "(half-precision cuBLAS)" * doctest::skip(!cuda_is_available())) {
+  manual_seed(1108);
+  check_linear_gelu_any_grads(kBFloat16);
 }
 
 #endif  // MINIGRAD_WITH_CUDA
