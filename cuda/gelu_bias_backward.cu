@@ -17,9 +17,10 @@
 // each row (four rows' loads issued before the first is used), writes d_pre's, and adds the
 // values into its columns' sums, held in registers. At the end it writes them as row y of the
 // [chunks, n] partials, and a second kernel (cuda/column_sums.cuh) adds the chunks up in a
-// fixed order. No float atomics: db has the same bits on every run. The chunks are sized for
-// about kTargetBlocksPerSM blocks per SM in the whole grid, and at least kMinRowsPerChunk rows
-// long, so that the partials are a small part of the traffic.
+// fixed order. No float atomics: db has the same bits on every run. The chunks are sized so
+// that the whole grid is one wave, as many blocks as the SMs hold at once (a second wave would
+// run partly empty), and at least kMinRowsPerChunk rows long, so that the partials are a
+// small part of the traffic.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -47,7 +48,6 @@ constexpr int kRowUnroll = 4;        // rows whose loads a thread has in flight 
 // once, where its rows move three elements a column each (grad, pre, d_pre): at 32 rows or more
 // a chunk, the partials stay a few percent of the traffic.
 constexpr int64_t kMinRowsPerChunk = 32;
-constexpr int kTargetBlocksPerSM = 8;  // blocks in the whole grid, per SM
 constexpr int64_t kMaxGridY = 65535;   // the hardware's limit on gridDim.y
 
 // sum + v as an addition of its own, rounded: never fused with the multiply that produced v
@@ -170,24 +170,27 @@ bool gelu_backward_and_bias_grad(const Tensor& grad, const Tensor& pre, GeluAppr
     const int64_t column_blocks = (vectors + threads - 1) / threads;
     MG_CHECK(column_blocks <= std::numeric_limits<int32_t>::max(), "{}: rows of {} elements exceed the CUDA grid",
              kOp, n);
-    // About kTargetBlocksPerSM blocks per SM in all, in chunks of at least kMinRowsPerChunk rows,
-    // and no more chunks than gridDim.y allows.
-    const int64_t target_blocks = int64_t{kTargetBlocksPerSM} * multiprocessor_count();
-    const int64_t wanted_chunks = std::max<int64_t>(1, (target_blocks + column_blocks - 1) / column_blocks);
-    const int64_t rows_per_chunk = std::max({(rows + wanted_chunks - 1) / wanted_chunks, kMinRowsPerChunk,
-                                             (rows + kMaxGridY - 1) / kMaxGridY});
-    const int64_t chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-    const Tensor partials =
-        empty({chunks, n}, TensorOptions(std::is_same_v<T, double> ? kFloat64 : kFloat32).device(pre.device()));
-    acc_t* const partials_data = static_cast<acc_t*>(partials.raw_data());
+    Tensor partials;
+    int64_t chunks = 0;
     with_gelu_backward(approximate, [&](auto backward) {
-      gelu_backward_bias_kernel<T, decltype(backward), kVec>
-          <<<dim3(static_cast<unsigned int>(column_blocks), static_cast<unsigned int>(chunks)), threads, 0, stream>>>(
-              static_cast<const T*>(grad.raw_data()), static_cast<const T*>(pre.raw_data()),
-              static_cast<T*>(d_pre.raw_data()), partials_data, rows, n, rows_per_chunk);
+      const auto kernel = gelu_backward_bias_kernel<T, decltype(backward), kVec>;
+      // One wave: as many blocks as the SMs hold at once, in chunks of at least
+      // kMinRowsPerChunk rows, and no more chunks than gridDim.y allows.
+      int per_sm = 0;
+      MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), kOp);
+      const int64_t resident = int64_t{std::max(per_sm, 1)} * multiprocessor_count();
+      const int64_t wanted_chunks = std::max<int64_t>(1, resident / column_blocks);
+      const int64_t rows_per_chunk = std::max({(rows + wanted_chunks - 1) / wanted_chunks, kMinRowsPerChunk,
+                                               (rows + kMaxGridY - 1) / kMaxGridY});
+      chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+      const DType partials_dtype = std::is_same_v<T, double> ? kFloat64 : kFloat32;
+      partials = empty({chunks, n}, TensorOptions(partials_dtype).device(pre.device()));
+      kernel<<<dim3(static_cast<unsigned int>(column_blocks), static_cast<unsigned int>(chunks)), threads, 0, stream>>>(
+          static_cast<const T*>(grad.raw_data()), static_cast<const T*>(pre.raw_data()),
+          static_cast<T*>(d_pre.raw_data()), static_cast<acc_t*>(partials.raw_data()), rows, n, rows_per_chunk);
     });
     MG_CUDA_CHECK_LAUNCH(kOp);
-    sum_column_partials(partials_data, chunks, n, bias_out, stream);
+    sum_column_partials(static_cast<const acc_t*>(partials.raw_data()), chunks, n, bias_out, stream);
     MG_CUDA_CHECK_LAUNCH(kOp);
   });
   return done;

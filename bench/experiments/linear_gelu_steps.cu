@@ -6,9 +6,13 @@
 // sums can be held against them:
 //
 //   forward    GEMM x W^T                      | GEMM + GELU_AUX_BIAS (writes y and pre)
-//   gelu'      -                               | d_pre = dy * gelu'(pre), one elementwise pass
+//   gelu', db  -                               | d_pre = dy * gelu'(pre) and db = d_pre's column
+//                                              | sums, one pass (cuda/gelu_bias_backward.h)
 //   dx         GEMM dy W                       | GEMM d_pre W
-//   dW (, db)  GEMM dy^T x                     | GEMM d_pre^T x + BGRADA (db in the epilogue)
+//   dW         GEMM dy^T x                     | GEMM d_pre^T x
+//
+// Also timed, for the choice between them: gelu' alone (the elementwise gelu_backward) and dW's
+// GEMM with db in cuBLASLt's BGRADA epilogue, the op's path before the one-pass kernel.
 //
 // Not part of the build: the measurement behind docs/perf-notes.md's account of linear_gelu's
 // full pass. Build (after a CUDA build in build-gpu), or through scripts/gpu-check with
@@ -21,6 +25,7 @@
 #include <functional>
 
 #include <minigrad/cuda/blaslt.h>
+#include <minigrad/cuda/gelu_bias_backward.h>
 #include <minigrad/minigrad.h>
 
 #include "event_timing.h"
@@ -48,10 +53,11 @@ int main() {
   const Tensor dw = empty({n, k}, bf16_gpu), db = empty({n}, bf16_gpu);
   const int64_t fallbacks_before = cuda::gemm_with_epilogue_fallbacks();
   bool fused = cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b, pre);
-  const Tensor d_pre = gelu_backward(dy, pre, tanh);
+  const Tensor d_pre = empty({m, n}, bf16_gpu);
+  fused = fused && cuda::gelu_backward_and_bias_grad(dy, pre, tanh, d_pre, db);
   fused = fused && cuda::gemm_with_epilogue(d_pre.t(), x, dw, GemmEpilogue::BiasGradOfA, db);
   if (!fused || cuda::gemm_with_epilogue_fallbacks() != fallbacks_before) {
-    std::printf("linear_gelu_steps: an epilogue fell back; nothing to compare\n");
+    std::printf("linear_gelu_steps: an epilogue or the one-pass kernel fell back; nothing to compare\n");
     return 1;
   }
 
@@ -68,7 +74,10 @@ int main() {
        {[&] { (void)matmul(x, w.t()); },
         [&] { cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b, pre); },
         [&] { cuda::gemm_with_epilogue(x, w.t(), y, GemmEpilogue::GeluBias, b); }}},
-      {"gelu'", {"dy * gelu'(pre)"}, {[&] { (void)gelu_backward(dy, pre, tanh); }}},
+      {"gelu'",
+       {"dy * gelu'(pre)", "+ db in the same pass"},
+       {[&] { (void)gelu_backward(dy, pre, tanh); },
+        [&] { cuda::gelu_backward_and_bias_grad(dy, pre, tanh, d_pre, db); }}},
       {"dx", {"dy W", "d_pre W"}, {[&] { (void)matmul(dy, w); }, [&] { (void)matmul(d_pre, w); }}},
       {"dW",
        {"dy^T x", "d_pre^T x", "d_pre^T x + BGRADA"},
@@ -101,7 +110,8 @@ int main() {
     std::printf("\n");
   }
   const double bare_sum = medians[0][0] + medians[2][0] + medians[3][0];
-  const double op_sum = medians[0][1] + medians[1][0] + medians[2][1] + medians[3][2];
+  // linear_gelu's steps: the forward writing aux, gelu' with db, dx and dW on d_pre.
+  const double op_sum = medians[0][1] + medians[1][1] + medians[2][1] + medians[3][1];
   std::printf("  steps summed: the bare GEMMs %.4f, linear_gelu's %.4f: %.3fx\n", bare_sum, op_sum, op_sum / bare_sum);
   const std::vector<double> full = experiments::interleaved_median_ms({full_pass(false), full_pass(true)}, kRuns);
   std::printf("  full pass through the tape: linear_no_bias %.4f, linear_gelu %.4f: %.3fx\n", full[0], full[1],
