@@ -5,7 +5,8 @@
 // and db as well. cuBLASLt can sum db in an epilogue of dW's GEMM (its bias-gradient epilogue),
 // but that makes the GEMM slower than the sum costs here, where the elementwise pass that
 // computes d_pre reads and writes every element anyway: adding each value to a running sum in
-// a register costs next to nothing beside the memory traffic. dW's GEMM then runs without an epilogue.
+// a register costs next to nothing beside the memory traffic. dW's GEMM then runs without an
+// epilogue.
 //
 // The values. Each element is the elementwise gelu_backward's (the functors
 // elementwise::GeluExactBackward and GeluTanhBackward of kernels/elementwise_functors.h, in
@@ -13,14 +14,14 @@
 // so d_pre has the bits that gelu_backward gives. db sums the values before that rounding.
 //
 // The shape of the work. Thread t of block (x, y) owns one 16-byte vector of columns, k = x *
-// blockDim.x + t, and walks the rows of chunk y in order: it reads grad's and pre's vector k of
-// each row (four rows' loads issued before the first is used), writes d_pre's, and adds the
-// values into its columns' sums, held in registers. At the end it writes them as row y of the
-// [chunks, n] partials, and a second kernel (cuda/column_sums.cuh) adds the chunks up in a
-// fixed order. No float atomics: db has the same bits on every run. The chunks are sized so
+// blockDim.x + t, and walks the rows of chunk y (RowOrder below): it reads grad's and pre's
+// vector k of each row (four rows' loads issued before the first is used), writes d_pre's, and
+// adds the values into its columns' sums, held in registers. At the end it writes them as row y
+// of the [chunks, n] partials, and a second kernel (cuda/column_sums.cuh) adds the chunks up in
+// a fixed order. No float atomics: db has the same bits on every run. The chunks are sized so
 // that the whole grid is one wave, as many blocks as the SMs hold at once (a second wave would
-// run partly empty), and at least kMinRowsPerChunk rows long, so that the partials are a
-// small part of the traffic.
+// run partly empty), and at least kMinRowsPerChunk rows each, so that the partials are a small
+// part of the traffic.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -75,9 +76,16 @@ __device__ __forceinline__ void backward_vector(const AlignedVector<T, kVec>& gr
   *out = result;
 }
 
-// Rows [y * rows_per_chunk, (y + 1) * rows_per_chunk) of column vector k (see the top of the
-// file); row y of partials gets the chunk's sums.
-template <typename T, typename Backward, int kVec>
+// Which rows chunk y of `chunks` takes. Contiguous: rows [y * rows_per_chunk, (y + 1) *
+// rows_per_chunk). Interleaved: rows y, y + chunks, y + 2 chunks, ..., so that the chunks at
+// work at one time read and write neighbouring rows, and the grid sweeps the tensors in address
+// order, as a grid of one-shot blocks does, where contiguous chunks have each resident block
+// reading its own region far from the others' (bench/experiments/gelu_bias_shapes.cu times both).
+enum class RowOrder { Contiguous, Interleaved };
+
+// Column vector k over the rows of chunk blockIdx.y (see the top of the file); row y of partials
+// gets the chunk's sums.
+template <typename T, typename Backward, int kVec, RowOrder kOrder>
 __global__ void __launch_bounds__(kColumnThreads)
     gelu_backward_bias_kernel(const T* __restrict__ grad, const T* __restrict__ pre, T* __restrict__ d_pre,
                               compute_t<T>* __restrict__ partials, int64_t rows, int64_t n, int64_t rows_per_chunk) {
@@ -86,28 +94,34 @@ __global__ void __launch_bounds__(kColumnThreads)
   const int64_t vectors = n / kVec;
   const int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= vectors) return;
-  const int64_t begin = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
-  const int64_t end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
-  // Vector k of row r is element r * vectors of each of these.
-  const Vector* grad_k = reinterpret_cast<const Vector*>(grad) + k;
-  const Vector* pre_k = reinterpret_cast<const Vector*>(pre) + k;
-  Vector* d_pre_k = reinterpret_cast<Vector*>(d_pre) + k;
+  // The chunk's j-th row is first + j * step, for j < count.
+  const int64_t chunk = blockIdx.y, chunks = gridDim.y;
+  constexpr bool kInterleaved = kOrder == RowOrder::Interleaved;
+  const int64_t first = kInterleaved ? chunk : chunk * rows_per_chunk;
+  const int64_t step = kInterleaved ? chunks : 1;
+  const int64_t count = kInterleaved ? (rows - chunk + chunks - 1) / chunks
+                                     : (rows - first < rows_per_chunk ? rows - first : rows_per_chunk);
+  // Vector k of row r is element r * vectors of each of these; a row further is `stride` on.
+  const int64_t stride = step * vectors;
+  const Vector* grad_k = reinterpret_cast<const Vector*>(grad) + first * vectors + k;
+  const Vector* pre_k = reinterpret_cast<const Vector*>(pre) + first * vectors + k;
+  Vector* d_pre_k = reinterpret_cast<Vector*>(d_pre) + first * vectors + k;
   acc_t sums[kVec] = {};
-  int64_t row = begin;
-  for (; row + kRowUnroll <= end; row += kRowUnroll) {
+  int64_t j = 0;
+  for (; j + kRowUnroll <= count; j += kRowUnroll) {
     Vector g[kRowUnroll], x[kRowUnroll];
 #pragma unroll
     for (int i = 0; i < kRowUnroll; ++i) {
-      g[i] = grad_k[(row + i) * vectors];
-      x[i] = pre_k[(row + i) * vectors];
+      g[i] = grad_k[(j + i) * stride];
+      x[i] = pre_k[(j + i) * stride];
     }
 #pragma unroll
     for (int i = 0; i < kRowUnroll; ++i)
-      backward_vector<T, Backward, kVec>(g[i], x[i], d_pre_k + (row + i) * vectors, sums);
+      backward_vector<T, Backward, kVec>(g[i], x[i], d_pre_k + (j + i) * stride, sums);
   }
-  for (; row < end; ++row)
-    backward_vector<T, Backward, kVec>(grad_k[row * vectors], pre_k[row * vectors], d_pre_k + row * vectors, sums);
-  acc_t* chunk_partials = partials + static_cast<int64_t>(blockIdx.y) * n + k * kVec;
+  for (; j < count; ++j)
+    backward_vector<T, Backward, kVec>(grad_k[j * stride], pre_k[j * stride], d_pre_k + j * stride, sums);
+  acc_t* chunk_partials = partials + chunk * n + k * kVec;
 #pragma unroll
   for (int e = 0; e < kVec; ++e) chunk_partials[e] = sums[e];
 }
@@ -127,21 +141,12 @@ void with_gelu_backward(GeluApproximation approximate, F&& f) {
     f(elementwise::GeluExactBackward{});
 }
 
-}  // namespace
-
-bool gelu_backward_and_bias_grad(const Tensor& grad, const Tensor& pre, GeluApproximation approximate,
-                                 const Tensor& d_pre, const Tensor& d_bias) {
-  MG_CHECK(pre.dim() == 2 && grad.sizes() == pre.sizes() && d_pre.sizes() == pre.sizes() && d_bias.dim() == 1 &&
-               d_bias.size(0) == pre.size(1),
-           "{}: gelu_backward_and_bias_grad takes grad, pre, d_pre [rows, n] and d_bias [n], got {}, {}, {} and {}",
-           kOp, shape_str(grad.sizes()), shape_str(pre.sizes()), shape_str(d_pre.sizes()), shape_str(d_bias.sizes()));
-  MG_CHECK(grad.dtype() == pre.dtype() && d_pre.dtype() == pre.dtype() && d_bias.dtype() == pre.dtype(),
-           "{}: gelu_backward_and_bias_grad takes tensors of one dtype", kOp);
-  MG_CHECK(pre.device().is_cuda() && grad.device() == pre.device() && d_pre.device() == pre.device() &&
-               d_bias.device() == pre.device(),
-           "{}: gelu_backward_and_bias_grad takes tensors on one GPU", kOp);
-  MG_CHECK(grad.is_contiguous() && pre.is_contiguous() && d_pre.is_contiguous() && d_bias.is_contiguous(),
-           "{}: gelu_backward_and_bias_grad takes contiguous tensors", kOp);
+// The launches for checked tensors, the chunks' rows in kOrder (the library's choice by default;
+// bench/experiments/gelu_bias_shapes.cu times the others). Returns false where the rows are not
+// 16-byte vectors.
+template <RowOrder kOrder = RowOrder::Interleaved>
+bool backward_and_bias_rows(const Tensor& grad, const Tensor& pre, GeluApproximation approximate, const Tensor& d_pre,
+                            const Tensor& d_bias) {
   const int64_t rows = pre.size(0);
   const int64_t n = pre.size(1);
   bool done = false;
@@ -173,7 +178,7 @@ bool gelu_backward_and_bias_grad(const Tensor& grad, const Tensor& pre, GeluAppr
     Tensor partials;
     int64_t chunks = 0;
     with_gelu_backward(approximate, [&](auto backward) {
-      const auto kernel = gelu_backward_bias_kernel<T, decltype(backward), kVec>;
+      const auto kernel = gelu_backward_bias_kernel<T, decltype(backward), kVec, kOrder>;
       // One wave: as many blocks as the SMs hold at once, in chunks of at least
       // kMinRowsPerChunk rows, and no more chunks than gridDim.y allows.
       int per_sm = 0;
@@ -194,6 +199,24 @@ bool gelu_backward_and_bias_grad(const Tensor& grad, const Tensor& pre, GeluAppr
     MG_CUDA_CHECK_LAUNCH(kOp);
   });
   return done;
+}
+
+}  // namespace
+
+bool gelu_backward_and_bias_grad(const Tensor& grad, const Tensor& pre, GeluApproximation approximate,
+                                 const Tensor& d_pre, const Tensor& d_bias) {
+  MG_CHECK(pre.dim() == 2 && grad.sizes() == pre.sizes() && d_pre.sizes() == pre.sizes() && d_bias.dim() == 1 &&
+               d_bias.size(0) == pre.size(1),
+           "{}: gelu_backward_and_bias_grad takes grad, pre, d_pre [rows, n] and d_bias [n], got {}, {}, {} and {}",
+           kOp, shape_str(grad.sizes()), shape_str(pre.sizes()), shape_str(d_pre.sizes()), shape_str(d_bias.sizes()));
+  MG_CHECK(grad.dtype() == pre.dtype() && d_pre.dtype() == pre.dtype() && d_bias.dtype() == pre.dtype(),
+           "{}: gelu_backward_and_bias_grad takes tensors of one dtype", kOp);
+  MG_CHECK(pre.device().is_cuda() && grad.device() == pre.device() && d_pre.device() == pre.device() &&
+               d_bias.device() == pre.device(),
+           "{}: gelu_backward_and_bias_grad takes tensors on one GPU", kOp);
+  MG_CHECK(grad.is_contiguous() && pre.is_contiguous() && d_pre.is_contiguous() && d_bias.is_contiguous(),
+           "{}: gelu_backward_and_bias_grad takes contiguous tensors", kOp);
+  return backward_and_bias_rows(grad, pre, approximate, d_pre, d_bias);
 }
 
 }  // namespace cuda
