@@ -7,7 +7,9 @@
 // own chunk of rows. Contiguous chunks put the blocks at work at one time in regions of the
 // tensors far from each other; interleaved ones (chunk y takes rows y, y + chunks, ...) keep them
 // on neighbouring rows, so the grid sweeps memory in address order as the elementwise engine's
-// one-shot blocks do.
+// one-shot blocks do. And the same kernel launched with chunks of 32 and of 64 rows, many waves
+// of blocks that each do a little and leave (the elementwise engine's grid, which ran at the
+// copy rate where resident blocks looping over tiles ran at 0.89), at the price of more partials.
 //
 // Not part of the build: the measurement behind RowOrder's choice in docs/perf-notes.md. Build
 // (after a CUDA build in build-gpu), or through scripts/gpu-check with EXPERIMENTS=gelu_bias_shapes:
