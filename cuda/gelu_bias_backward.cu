@@ -33,6 +33,7 @@
 #include <minigrad/cuda/column_sums.cuh>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/gelu_bias_backward.h>
+#include <minigrad/cuda/launch.cuh>
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/cuda/vector.cuh>
 #include <minigrad/kernels/elementwise_functors.h>
@@ -126,12 +127,6 @@ __global__ void __launch_bounds__(kColumnThreads)
   for (int e = 0; e < kVec; ++e) chunk_partials[e] = sums[e];
 }
 
-int multiprocessor_count() {
-  int count = 0;
-  MG_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device()), kOp);
-  return count;
-}
-
 // Calls f(functor) with the elementwise functor of gelu' for the approximation.
 template <typename F>
 void with_gelu_backward(GeluApproximation approximate, F&& f) {
@@ -181,10 +176,7 @@ bool backward_and_bias_rows(const Tensor& grad, const Tensor& pre, GeluApproxima
       const auto kernel = gelu_backward_bias_kernel<T, decltype(backward), kVec, kOrder>;
       // One wave: as many blocks as the SMs hold at once, in chunks of at least
       // kMinRowsPerChunk rows, and no more chunks than gridDim.y allows.
-      int per_sm = 0;
-      MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), kOp);
-      const int64_t resident = int64_t{std::max(per_sm, 1)} * multiprocessor_count();
-      const int64_t wanted_chunks = std::max<int64_t>(1, resident / column_blocks);
+      const int64_t wanted_chunks = std::max<int64_t>(1, blocks_per_wave(kernel, threads, kOp) / column_blocks);
       const int64_t rows_per_chunk = std::max({(rows + wanted_chunks - 1) / wanted_chunks, kMinRowsPerChunk,
                                                (rows + kMaxGridY - 1) / kMaxGridY});
       chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;

@@ -1,6 +1,9 @@
 #pragma once
-// Host-side launch helpers shared by the kernels that use more than the default 48 KiB of
-// dynamic shared memory (flash attention's tiles, cross_entropy's staged rows).
+// Host-side launch helpers shared by the kernels: the device's SM count and the blocks of a
+// kernel that fill it once (a grid of resident blocks), and the opt-in to more than the default
+// 48 KiB of dynamic shared memory (flash attention's tiles, cross_entropy's staged rows).
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -39,6 +42,27 @@ inline int max_shared_memory_per_block(const char* op) {
   int& b = bytes[static_cast<size_t>(device)];
   if (b == 0) MG_CUDA_CHECK(cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
   return b;
+}
+
+// The current device's streaming multiprocessors, asked once per device.
+inline int64_t multiprocessor_count(const char* op) {
+  static std::mutex mutex;
+  static std::vector<int> counts;  // by device; 0: not asked yet
+  const int device = current_device();
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (counts.size() <= static_cast<size_t>(device)) counts.resize(static_cast<size_t>(device) + 1, 0);
+  int& c = counts[static_cast<size_t>(device)];
+  if (c == 0) MG_CUDA_CHECK(cudaDeviceGetAttribute(&c, cudaDevAttrMultiProcessorCount, device), op);
+  return c;
+}
+
+// Blocks of `kernel` at `threads` threads each (no dynamic shared memory) that the current
+// device runs at once, as registers and shared memory allow: one wave, at least one block an SM.
+template <typename Kernel>
+int64_t blocks_per_wave(Kernel kernel, int threads, const char* op) {
+  int per_sm = 0;
+  MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), op);
+  return int64_t{std::max(per_sm, 1)} * multiprocessor_count(op);
 }
 
 }  // namespace cuda

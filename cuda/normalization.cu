@@ -29,6 +29,7 @@
 #include <minigrad/cuda/block_reduce.cuh>
 #include <minigrad/cuda/column_sums.cuh>
 #include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/launch.cuh>
 #include <minigrad/cuda/normalization.h>
 #include <minigrad/cuda/row_kernels.cuh>
 #include <minigrad/cuda/runtime.h>
@@ -456,12 +457,6 @@ __global__ void affine_gradient_columns_kernel(BackwardArgs<T> a, int64_t rows_p
 
 // ---- launching ----
 
-int multiprocessor_count() {
-  int count = 0;
-  MG_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device()), "layer_norm");
-  return count;
-}
-
 // Threads for a block that loops over a row of `vectors` vectors: whole warps, at most `max`.
 int block_threads_for(int64_t vectors, int max) {
   const int64_t warps = (vectors + kWarpSize - 1) / kWarpSize;
@@ -522,9 +517,7 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
         // A few blocks per SM (as many as fit), each looping over its rows; never more
         // blocks than rows, so every block's slice of the partials is written.
         auto grid_for = [&](auto kernel, int threads) {
-          int per_sm = 0;
-          MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), op);
-          return std::min<int64_t>(rows.count, int64_t{std::max(per_sm, 1)} * multiprocessor_count());
+          return std::min<int64_t>(rows.count, blocks_per_wave(kernel, threads, op));
         };
         auto launch = [&](auto kernel, int threads) {
           const int64_t grid = grid_for(kernel, threads);
@@ -546,7 +539,7 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
           const int64_t column_blocks = (vectors + kColumnThreads - 1) / kColumnThreads;
           constexpr int64_t kMaxGridY = 65535;
           const int64_t wanted_chunks =
-              std::clamp<int64_t>((4 * multiprocessor_count() + column_blocks - 1) / column_blocks, 1, kMaxGridY);
+              std::clamp<int64_t>((4 * multiprocessor_count(op) + column_blocks - 1) / column_blocks, 1, kMaxGridY);
           const int64_t rows_per_chunk = (rows.count + wanted_chunks - 1) / wanted_chunks;
           const int64_t chunks = (rows.count + rows_per_chunk - 1) / rows_per_chunk;
           allocate_partials(chunks);

@@ -31,6 +31,7 @@
 #include <minigrad/cuda/vector.cuh>
 #include <minigrad/cuda/block_reduce.cuh>
 #include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/launch.cuh>
 #include <minigrad/cuda/reduce.h>
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/kernels/reduce_combine.h>
@@ -386,25 +387,6 @@ __global__ void reduce_columns_kernel(const in_t* x, ReductionLayout layout, Op 
 
 // ---- launching ----
 
-int64_t multiprocessor_count() {
-  static const std::vector<int> counts = [] {
-    std::vector<int> c(static_cast<size_t>(device_count()));
-    for (size_t d = 0; d < c.size(); ++d)
-      MG_CUDA_CHECK(cudaDeviceGetAttribute(&c[d], cudaDevAttrMultiProcessorCount, static_cast<int>(d)), "reduce");
-    return c;
-  }();
-  return counts.at(static_cast<size_t>(current_device()));
-}
-
-// Blocks of `kernel` (kThreads threads each) that the GPU runs at once, as its registers
-// and shared memory allow: one wave.
-template <typename Kernel>
-int64_t blocks_per_wave(Kernel kernel) {
-  int per_sm = 0;
-  MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, 0), "reduce");
-  return static_cast<int64_t>(std::max(per_sm, 1)) * multiprocessor_count();
-}
-
 // How blockIdx.y splits a reduced dim of `length`.
 struct Split {
   int64_t count = 1;
@@ -460,8 +442,9 @@ void launch_reduction(const char* name, const in_t* x, const ReductionLayout& la
     const Split split =
         threads_per_row == kWarpSize
             ? Split{1, layout.reduced}
-            : split_reduced_dim(row_blocks, layout.reduced, kThreads * kMinChunkPerThread,
-                                blocks_per_wave(reduce_rows_kernel<in_t, Op, PartialsOutput<state_t>>));
+            : split_reduced_dim(
+                  row_blocks, layout.reduced, kThreads * kMinChunkPerThread,
+                  blocks_per_wave(reduce_rows_kernel<in_t, Op, PartialsOutput<state_t>>, kThreads, "reduce"));
     const dim3 grid(grid_size(row_blocks, name), static_cast<unsigned int>(split.count));
     if (split.count == 1) {
       reduce_rows_kernel<<<grid, kThreads, 0, stream>>>(x, layout, op, output, split.chunk, threads_per_row);
@@ -494,8 +477,9 @@ void launch_reduction(const char* name, const in_t* x, const ReductionLayout& la
   while (threads_y > 1 && threads_y > layout.reduced) threads_y /= 2;
   const int threads_x = kThreads / threads_y;
   const int64_t column_blocks = (outputs + threads_x * vec - 1) / (threads_x * vec);
-  const int64_t wave = vectorized ? blocks_per_wave(reduce_columns_kernel<in_t, Op, PartialsOutput<state_t>, kVec>)
-                                  : blocks_per_wave(reduce_columns_kernel<in_t, Op, PartialsOutput<state_t>, 1>);
+  const int64_t wave =
+      vectorized ? blocks_per_wave(reduce_columns_kernel<in_t, Op, PartialsOutput<state_t>, kVec>, kThreads, "reduce")
+                 : blocks_per_wave(reduce_columns_kernel<in_t, Op, PartialsOutput<state_t>, 1>, kThreads, "reduce");
   const Split split = split_reduced_dim(column_blocks, layout.reduced, threads_y * kMinChunkPerThread, wave);
   const dim3 grid(grid_size(column_blocks, name), static_cast<unsigned int>(split.count));
   const dim3 block(threads_x, threads_y);

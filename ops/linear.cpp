@@ -177,9 +177,10 @@ struct LinearGelu : Function<LinearGelu> {
     const Tensor pre = GradMode::is_enabled() ? composite::linear(x_rows, weight, bias) : saved[3];
     // On the GPU, d(pre) and the bias's gradient in one pass (see the top of the file); the
     // bias is wanted only where the forward had one.
+    const Tensor grad_rows = as_rows(grads[0]);
     Tensor d_pre, db;
-    if (ctx.needs_input_grad(2) && fused_backward(grads[0])) {
-      const Tensor g = as_rows(grads[0]).contiguous();
+    if (ctx.needs_input_grad(2) && fused_backward(grad_rows)) {
+      const Tensor g = grad_rows.contiguous();
       const Tensor d = empty(g.sizes(), g.options());
       const Tensor b = empty({g.size(1)}, g.options());
       if (cuda::gelu_backward_and_bias_grad(g, pre.contiguous(), approximate, d, b)) {
@@ -187,7 +188,7 @@ struct LinearGelu : Function<LinearGelu> {
         db = b;
       }
     }
-    if (!d_pre.defined()) d_pre = gelu_backward(as_rows(grads[0]), pre, approximate);
+    if (!d_pre.defined()) d_pre = gelu_backward(grad_rows, pre, approximate);
     Tensor dx;
     if (ctx.needs_input_grad(0)) dx = backward_input(d_pre, weight, x.sizes());
     WeightGrads dw =
