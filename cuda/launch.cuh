@@ -56,12 +56,13 @@ inline int64_t multiprocessor_count(const char* op) {
   return c;
 }
 
-// Blocks of `kernel` at `threads` threads each (no dynamic shared memory) that the current
-// device runs at once, as registers and shared memory allow: one wave, at least one block an SM.
+// Blocks of `kernel` at `threads` threads each (and `dynamic_shared_bytes` of dynamic shared
+// memory each) that the current device runs at once, as registers and shared memory allow: one
+// wave, at least one block an SM.
 template <typename Kernel>
-int64_t blocks_per_wave(Kernel kernel, int threads, const char* op) {
+int64_t blocks_per_wave(Kernel kernel, int threads, const char* op, int dynamic_shared_bytes = 0) {
   int per_sm = 0;
-  MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0), op);
+  MG_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, dynamic_shared_bytes), op);
   return int64_t{std::max(per_sm, 1)} * multiprocessor_count(op);
 }
 

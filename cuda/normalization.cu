@@ -16,9 +16,10 @@
 //    and each thread the same columns in every row. Rows up to 8192 elements keep xhat and
 //    dxhat in registers from the row's two sums to the writing of dx (x and grad read
 //    once), and a thread sums dz * xhat and dz for its columns over its block's rows in
-//    registers too. Longer rows (and rows that rule out 16-byte vectors) read the row again
-//    for dx (from L2), and a second kernel reads x and grad once more for the partials, by
-//    columns (affine_gradient_columns_kernel).
+//    registers too; its columns of weight and bias are staged once, in compute_t<T>, in
+//    shared memory (StagedAffine), not read again at every row. Longer rows (and rows that
+//    rule out 16-byte vectors) read the row again for dx (from L2), and a second kernel reads
+//    x and grad once more for the partials, by columns (affine_gradient_columns_kernel).
 //  - the partials, [blocks, n], are summed over the blocks in a fixed order
 //    (cuda/column_sums.cuh): dweight and dbias have the same bits on every run (no atomics).
 #include <algorithm>
@@ -220,6 +221,82 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
 
 // ---- backward ----
 
+// The weight and bias of one vector of columns, in compute_t<T> (1 and 0 where absent); the
+// bias only where the epilogue needs it (z = xhat * w + b goes through act'; without an
+// epilogue dx needs w alone).
+template <typename T, Epilogue kEpilogue, int kVec>
+struct AffineVector {
+  using acc_t = compute_t<T>;
+  static constexpr bool kNeedsBias = kEpilogue != Epilogue::Identity;
+  acc_t w[kVec];
+  acc_t b[kVec];
+
+  __device__ __forceinline__ AffineVector() = default;
+  // Vector k, read from memory.
+  __device__ __forceinline__ AffineVector(const BackwardArgs<T>& a, int64_t k) {
+    load_affine<acc_t>(a.weight, k, acc_t(1), w);
+    if constexpr (kNeedsBias) load_affine<acc_t>(a.bias, k, acc_t(0), b);
+  }
+};
+
+// The register path's weight and bias, staged in shared memory once by each block in
+// compute_t<T>. A thread works on the same columns in every row; read from memory at each row,
+// they cost it, per vector, two loads, their addresses, the conversions and the defaults of
+// absent ones, where from here they are two to four 16-byte shared loads. Each thread stages
+// and reads only its own columns, so no barrier guards them. Layout: 16-byte chunk c of vector
+// k at [c][k] (weight's, then bias's where the epilogue needs it), so a warp reading
+// consecutive vectors reads consecutive chunks: no bank conflicts.
+template <typename T, Epilogue kEpilogue, int kVec>
+struct StagedAffine {
+  using acc_t = compute_t<T>;
+  using Affine = AffineVector<T, kEpilogue, kVec>;
+  static constexpr int kPer16Bytes = 16 / static_cast<int>(sizeof(acc_t));
+  static constexpr int kChunk = kVec < kPer16Bytes ? kVec : kPer16Bytes;  // elements a chunk
+  static constexpr int kChunks = kVec / kChunk;
+  using Chunk = AlignedVector<acc_t, kChunk>;
+
+  static int64_t shared_bytes(int64_t n) {
+    return (kEpilogue != Epilogue::Identity ? 2 : 1) * n * static_cast<int64_t>(sizeof(acc_t));
+  }
+
+  Chunk* weight;  // [kChunks][vectors]
+  Chunk* bias;
+  int64_t vectors;
+
+  __device__ StagedAffine(void* shared, int64_t vectors)
+      : weight(static_cast<Chunk*>(shared)), bias(static_cast<Chunk*>(shared) + kChunks * vectors), vectors(vectors) {}
+
+  __device__ __forceinline__ void stage(const BackwardArgs<T>& a, int64_t k) const {
+    const Affine v(a, k);
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      Chunk w, b;
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) {
+        w.values[e] = v.w[c * kChunk + e];
+        if constexpr (Affine::kNeedsBias) b.values[e] = v.b[c * kChunk + e];
+      }
+      weight[c * vectors + k] = w;
+      if constexpr (Affine::kNeedsBias) bias[c * vectors + k] = b;
+    }
+  }
+  __device__ __forceinline__ Affine load(int64_t k) const {
+    Affine v;
+#pragma unroll
+    for (int c = 0; c < kChunks; ++c) {
+      const Chunk w = weight[c * vectors + k];
+#pragma unroll
+      for (int e = 0; e < kChunk; ++e) v.w[c * kChunk + e] = w.values[e];
+      if constexpr (Affine::kNeedsBias) {
+        const Chunk b = bias[c * vectors + k];
+#pragma unroll
+        for (int e = 0; e < kChunk; ++e) v.b[c * kChunk + e] = b.values[e];
+      }
+    }
+    return v;
+  }
+};
+
 // One vector of a row: xhat and dz = grad * act'(z), and dxhat = dz * w, from the vector's
 // gradient g and input x.
 template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
@@ -230,26 +307,23 @@ struct GradientVector {
   acc_t dz[kVec];
   acc_t dxhat[kVec];
 
-  __device__ __forceinline__ GradientVector(const BackwardArgs<T>& a, const Vector& g, const Vector& x, int64_t k,
-                                            acc_t mean, acc_t rstd) {
-    acc_t w[kVec];
-    load_affine<acc_t>(a.weight, k, acc_t(1), w);
-    acc_t b[kVec];
-    if constexpr (kEpilogue != Epilogue::Identity) load_affine<acc_t>(a.bias, k, acc_t(0), b);
+  __device__ __forceinline__ GradientVector(const Vector& g, const Vector& x,
+                                            const AffineVector<T, kEpilogue, kVec>& wb, acc_t mean, acc_t rstd) {
     convert_vector(x, xhat);
     convert_vector(g, dz);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       xhat[e] = normalization::normalized<kKind>(xhat[e], mean, rstd);
       if constexpr (kEpilogue != Epilogue::Identity)
-        dz[e] *= normalization::activate_derivative<kEpilogue>(xhat[e] * w[e] + b[e]);
-      dxhat[e] = dz[e] * w[e];
+        dz[e] *= normalization::activate_derivative<kEpilogue>(xhat[e] * wb.w[e] + wb.b[e]);
+      dxhat[e] = dz[e] * wb.w[e];
     }
   }
-  // Vector k of row `row`, read from memory.
+  // Vector k of row `row`, everything read from memory.
   __device__ __forceinline__ GradientVector(const BackwardArgs<T>& a, int64_t row, int64_t k, acc_t mean, acc_t rstd)
-      : GradientVector(a, reinterpret_cast<const Vector*>(a.grad + row * a.n)[k],
-                       reinterpret_cast<const Vector*>(a.x + row * a.n)[k], k, mean, rstd) {}
+      : GradientVector(reinterpret_cast<const Vector*>(a.grad + row * a.n)[k],
+                       reinterpret_cast<const Vector*>(a.x + row * a.n)[k], AffineVector<T, kEpilogue, kVec>(a, k),
+                       mean, rstd) {}
 };
 
 // What the register path reads of a row: its statistics, and the thread's vectors of grad and
@@ -339,7 +413,16 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
   acc_t held_xhat[kHeld][kVec];
   acc_t held_dxhat[kHeld][kVec];
   RowLoads<T, kVec, kHeld> next;
-  if constexpr (kInRegisters) next.load(a, blockIdx.x, vectors);
+  extern __shared__ __align__(16) unsigned char staged_affine[];
+  const StagedAffine<T, kEpilogue, kVec> affine_columns(staged_affine, vectors);
+  if constexpr (kInRegisters) {
+    next.load(a, blockIdx.x, vectors);
+#pragma unroll
+    for (int j = 0; j < kVectorsPerThread; ++j) {
+      const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
+      if (k < vectors) affine_columns.stage(a, k);
+    }
+  }
 
   for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
     RowSums<acc_t> sums{0, 0};
@@ -358,8 +441,9 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
       for (int j = 0; j < kVectorsPerThread; ++j) {
         const int64_t k = static_cast<int64_t>(j) * blockDim.x + threadIdx.x;
         if (k < vectors) {
-          const GradientVector<T, kKind, kEpilogue, kVec> v(a, vector_from_bits<T, kVec>(next.g[j]),
-                                                            vector_from_bits<T, kVec>(next.x[j]), k, mean, rstd);
+          const GradientVector<T, kKind, kEpilogue, kVec> v(vector_from_bits<T, kVec>(next.g[j]),
+                                                            vector_from_bits<T, kVec>(next.x[j]),
+                                                            affine_columns.load(k), mean, rstd);
           add_to_sums(v);
 #pragma unroll
           for (int e = 0; e < kVec; ++e) {
@@ -516,13 +600,15 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
         };
         // A few blocks per SM (as many as fit), each looping over its rows; never more
         // blocks than rows, so every block's slice of the partials is written.
-        auto grid_for = [&](auto kernel, int threads) {
-          return std::min<int64_t>(rows.count, blocks_per_wave(kernel, threads, op));
+        auto grid_for = [&](auto kernel, int threads, int shared_bytes) {
+          return std::min<int64_t>(rows.count, blocks_per_wave(kernel, threads, op, shared_bytes));
         };
-        auto launch = [&](auto kernel, int threads) {
-          const int64_t grid = grid_for(kernel, threads);
+        // The register path, with weight and bias staged in shared_bytes of shared memory.
+        auto launch = [&](auto kernel, int threads, int shared_bytes) {
+          allow_shared_memory(kernel, shared_bytes, op);
+          const int64_t grid = grid_for(kernel, threads, shared_bytes);
           if (affine) allocate_partials(grid);
-          kernel<<<static_cast<unsigned int>(grid), threads, 0, stream>>>(args);
+          kernel<<<static_cast<unsigned int>(grid), threads, shared_bytes, stream>>>(args);
         };
         // Rows the registers do not hold: dx by the loop kernel, then the partials by columns,
         // about 4 blocks an SM in all (256 threads, a vector of columns each).
@@ -532,7 +618,7 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
             const int threads = block_threads_for(vectors, kBackwardMaxThreads);
             BackwardArgs<T> dx_only = args;
             dx_only.weight_partials = dx_only.bias_partials = nullptr;
-            kernel<<<static_cast<unsigned int>(grid_for(kernel, threads)), threads, 0, stream>>>(dx_only);
+            kernel<<<static_cast<unsigned int>(grid_for(kernel, threads, 0)), threads, 0, stream>>>(dx_only);
           }
           if (!affine) return;
           constexpr int kColumnThreads = 256;
@@ -551,7 +637,10 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
           launch_loop();
         } else {
           constexpr int kMaxVectorsPerThread = kBackwardElementsPerThread / kVec;
-          if (rows.length > kBackwardMaxRegisterRow) {
+          // Rows of up to 8192 elements, whose weight and bias fit the device's shared memory (all
+          // but double rows of more than about 6000 elements on GPUs of 99 KiB a block).
+          const int64_t staged_bytes = StagedAffine<T, kEpilogue, kVec>::shared_bytes(rows.length);
+          if (rows.length > kBackwardMaxRegisterRow || staged_bytes + 1024 > max_shared_memory_per_block(op)) {
             launch_loop();
           } else {
             // 256 threads a row where the register budget allows (up to 512 for the longest
@@ -560,7 +649,8 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
                 (vectors + kTargetThreads - 1) / kTargetThreads, [&](auto per_thread) {
                   constexpr int kPerThread = decltype(per_thread)::value;
                   launch(normalization_backward_kernel<T, kKind, kEpilogue, kVec, kPerThread>,
-                         block_threads_for((vectors + kPerThread - 1) / kPerThread, kBackwardMaxThreads));
+                         block_threads_for((vectors + kPerThread - 1) / kPerThread, kBackwardMaxThreads),
+                         static_cast<int>(staged_bytes));
                 });
           }
         }
@@ -568,19 +658,20 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
       });
     });
     if (!affine) return;
-    if (grad_weight.defined())
-      sum_column_partials(args.weight_partials, blocks, rows.length, static_cast<T*>(grad_weight.raw_data()), stream);
-    if (grad_bias.defined())
-      sum_column_partials(args.bias_partials, blocks, rows.length, static_cast<T*>(grad_bias.raw_data()), stream);
+    // dweight's partials, then dbias's right after them (allocate_partials): one launch sums both.
+    sum_column_partials(args.weight_partials, blocks, rows.length,
+                        ColumnSumOutputs<T>{{mutable_data_or_null<T>(grad_weight), mutable_data_or_null<T>(grad_bias)}},
+                        2, stream);
     MG_CUDA_CHECK_LAUNCH(op);
   });
 }
 
-}  // namespace
-
-void normalization_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t hidden,
-                           NormKind kind, Epilogue epilogue, double eps, const Tensor& y, const Tensor& mean,
-                           const Tensor& rstd) {
+// The forward's launches, rows held kMaxElements elements a thread at most (so with the fewest
+// threads that hold them) when they fit the registers.
+template <int kMaxElements = kElementsPerThread>
+void forward_rows(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t hidden,
+                  NormKind kind, Epilogue epilogue, double eps, const Tensor& y, const Tensor& mean,
+                  const Tensor& rstd) {
   const Rows rows{x.numel() / hidden, hidden};
   if (rows.count == 0) return;
   DeviceGuard guard(x.device().index);
@@ -609,7 +700,7 @@ void normalization_forward(const char* op, const Tensor& x, const Tensor& weight
           // Unaligned or odd rows: the loop kernel, with as many threads as the row has use for.
           launch_long(blocks_for_rows(rows.count, 1, op), block_threads_for(rows.length, kOnlineThreads));
         } else {
-          launch_for_rows<kVec>(
+          launch_for_rows<kVec, kMaxElements>(
               rows, op,
               [&](auto per_thread, auto warp_per_row, unsigned int grid, int block_threads) {
                 normalization_rows_kernel<T, kKind, kEpilogue, kVec, decltype(per_thread)::value,
@@ -622,6 +713,14 @@ void normalization_forward(const char* op, const Tensor& x, const Tensor& weight
       });
     });
   });
+}
+
+}  // namespace
+
+void normalization_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t hidden,
+                           NormKind kind, Epilogue epilogue, double eps, const Tensor& y, const Tensor& mean,
+                           const Tensor& rstd) {
+  forward_rows(op, x, weight, bias, hidden, kind, epilogue, eps, y, mean, rstd);
 }
 
 void normalization_backward(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight,
