@@ -231,7 +231,7 @@ struct AffineVector {
   acc_t w[kVec];
   acc_t b[kVec];
 
-  __device__ __forceinline__ AffineVector() = default;
+  AffineVector() = default;
   // Vector k, read from memory.
   __device__ __forceinline__ AffineVector(const BackwardArgs<T>& a, int64_t k) {
     load_affine<acc_t>(a.weight, k, acc_t(1), w);
@@ -244,7 +244,7 @@ struct AffineVector {
 // they cost it, per vector, two loads, their addresses, the conversions and the defaults of
 // absent ones, where from here they are two to four 16-byte shared loads. Each thread stages
 // and reads only its own columns, so no barrier guards them. Layout: 16-byte chunk c of vector
-// k at [c][k] (weight's, then bias's where the epilogue needs it), so a warp reading
+// k at [c][k] (weight's, then bias's, which only an epilogue reads), so a warp reading
 // consecutive vectors reads consecutive chunks: no bank conflicts.
 template <typename T, Epilogue kEpilogue, int kVec>
 struct StagedAffine {
@@ -255,9 +255,7 @@ struct StagedAffine {
   static constexpr int kChunks = kVec / kChunk;
   using Chunk = AlignedVector<acc_t, kChunk>;
 
-  static int64_t shared_bytes(int64_t n) {
-    return (kEpilogue != Epilogue::Identity ? 2 : 1) * n * static_cast<int64_t>(sizeof(acc_t));
-  }
+  static int64_t shared_bytes(int64_t n) { return 2 * n * static_cast<int64_t>(sizeof(acc_t)); }
 
   Chunk* weight;  // [kChunks][vectors]
   Chunk* bias;
