@@ -17,12 +17,7 @@
 //     build-gpu/libminigrad.a -L .deps/root/usr/lib/x86_64-linux-gnu -lfmt -lcublas -lcublasLt \
 //     -o build-gpu/normalization_forward_threads
 
-// The included file defines the library's entry points, which libminigrad.a defines too.
-#define normalization_forward experiment_normalization_forward
-#define normalization_backward experiment_normalization_backward
-#include "../../cuda/normalization.cu"
-#undef normalization_forward
-#undef normalization_backward
+#include "normalization_source.h"  // the kernels' source, its entry points renamed
 
 #include <cuda_runtime.h>
 
