@@ -16,9 +16,13 @@ namespace cuda {
 
 // Raises a kernel's dynamic shared-memory limit to `bytes` (above the default 48 KiB), per
 // device, whenever a launch needs more than the limit already set: CUDA requires the opt-in
-// before a launch asks for more, and a launch past it fails.
+// before a launch asks for more, and a launch past it fails. Up to the default, nothing to do:
+// no lock and no driver call on the launch path of kernels that ask for less.
+constexpr int kDefaultDynamicSharedBytes = 48 * 1024;
+
 template <typename Kernel>
 void allow_shared_memory(Kernel kernel, int bytes, const char* op) {
+  if (bytes <= kDefaultDynamicSharedBytes) return;
   static std::mutex mutex;
   static std::map<std::pair<const void*, int>, int> allowed;  // (kernel, device) -> bytes
   int device = 0;
