@@ -216,18 +216,14 @@ __device__ __forceinline__ RowStats<acc_t> fold_row(const T* __restrict__ x, int
 //
 // The register path above has each thread's loads in flight kUnroll vectors at a time, so a
 // row of 50304 bf16 (12-13 vectors a thread in blocks of 512) waits on memory four times in
-// turn, and a block holds its SM's share of the bandwidth only while its loads are out. Staged,
-// every thread copies all of its vectors of the row into shared memory at once (cp.async: no
-// registers held while they are in flight), the row arrives in one memory latency, and pass 2
-// reads it from there instead of from L2. Each thread reads back only the vectors it copied
-// (its own cp.async.wait_group makes them visible to it), so no barrier is needed for them.
+// turn, and a block holds its SM's share of the bandwidth only while its loads are out. Staged
+// (cuda/row_kernels.cuh's stage_row_vectors), the row's body arrives in one memory latency, and
+// pass 2 reads it from shared memory instead of from L2.
 
-// Issues the copies of this thread's vectors of the row (vector k to staged[k]).
+// Issues the copies of this thread's vectors of the row's body (vector k to staged[k]).
 template <typename T>
 __device__ __forceinline__ void stage_row(const T* x, RowSplit split, RowWord<T>* staged, int thread, int threads) {
-  const RowWord<T>* body = reinterpret_cast<const RowWord<T>*>(x + split.head);
-  for (int64_t k = thread; k < split.vectors; k += threads) mma::copy_chunk_async(&staged[k], &body[k], true);
-  mma::commit_copies();
+  stage_row_vectors(reinterpret_cast<const RowWord<T>*>(x + split.head), staged, split.vectors, thread, threads);
 }
 
 // fold_row, with the vectors from the staged copy (after wait_copies).

@@ -1,7 +1,7 @@
 #pragma once
 // Host-side launch helpers shared by the kernels: the device's SM count and the blocks of a
 // kernel that fill it once (a grid of resident blocks), and the opt-in to more than the default
-// 48 KiB of dynamic shared memory (flash attention's tiles, cross_entropy's staged rows).
+// 48 KiB of dynamic shared memory (flash attention's tiles, the staged rows of the row kernels).
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -46,6 +46,14 @@ inline int max_shared_memory_per_block(const char* op) {
   int& b = bytes[static_cast<size_t>(device)];
   if (b == 0) MG_CUDA_CHECK(cudaDeviceGetAttribute(&b, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op);
   return b;
+}
+
+// Whether rows of `row_bytes` staged in shared memory (cuda/row_kernels.cuh's stage_row_vectors)
+// leave room for two blocks an SM, each with a little static shared memory beside its row: with
+// one, the SM would wait on each block's copies with nothing else to run.
+inline bool fits_two_staged_rows(int64_t row_bytes, const char* op) {
+  constexpr int64_t kStaticBytes = 2048;  // the kernels' combines, and the system's 1 KiB a block
+  return 2 * (row_bytes + kStaticBytes) <= max_shared_memory_per_block(op);
 }
 
 // The current device's streaming multiprocessors, asked once per device.

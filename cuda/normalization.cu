@@ -10,7 +10,9 @@
 //    (cuda/row_kernels.cuh): x read once, y written once. weight and bias are read per
 //    thread for its columns (tiny, and in L1/L2 for every row after the first).
 //  - longer rows, and rows whose length or pointers rule out 16-byte vectors: a block per
-//    row, three passes over the row (the second and third read it from L2).
+//    row, three passes over the row. Rows of 16-byte vectors that fit shared memory twice an SM
+//    (bfloat16 rows of up to about 56000 elements on sm_90) are staged there first, read from
+//    memory once; the others read the row three times (the second and third from L2).
 // Backward (one kernel for dx and the dweight/dbias partials, then a small reduction):
 //  - each block owns rows blockIdx.x, blockIdx.x + gridDim.x, ... (a few blocks per SM)
 //    and each thread the same columns in every row. Rows up to 8192 elements keep xhat and
@@ -160,17 +162,33 @@ __global__ void normalization_rows_kernel(ForwardArgs<T> a) {
 }
 
 // Any row length: a block per row, three passes (the sum, the squared deviations, the
-// output); kVec 1 where vectors do not fit the row.
-template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
+// output); kVec 1 where vectors do not fit the row. kStaged (16-byte vectors only): the row is
+// copied into shared memory first (cuda/row_kernels.cuh's stage_row_vectors), and the passes
+// read it there instead of from memory and L2.
+template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec, bool kStaged>
 __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel(ForwardArgs<T> a) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
   __shared__ acc_t mean_partials[kWarpSize];
   __shared__ acc_t square_partials[kWarpSize];
+  extern __shared__ __align__(16) unsigned char staged_bytes[];
+  const Word* staged = reinterpret_cast<const Word*>(staged_bytes);
   const int64_t row = blockIdx.x;
   const Vector* in = reinterpret_cast<const Vector*>(a.x + row * a.n);
   Vector* out = reinterpret_cast<Vector*>(a.y + row * a.n);
   const int64_t vectors = a.n / kVec;
+  if constexpr (kStaged) {
+    stage_row_vectors(reinterpret_cast<const Word*>(in), reinterpret_cast<Word*>(staged_bytes), vectors, threadIdx.x,
+                      blockDim.x);
+    mma::wait_copies<0>();
+  }
+  auto load = [&](int64_t k, acc_t (&loaded)[kVec]) {
+    if constexpr (kStaged)
+      convert_vector(vector_from_bits<T, kVec>(staged[k]), loaded);
+    else
+      convert_vector(in[k], loaded);
+  };
 
   acc_t mean = 0;
   if constexpr (kKind == NormKind::Layer) {
@@ -178,7 +196,7 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
 #pragma unroll 4
     for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
       acc_t loaded[kVec];
-      convert_vector(in[k], loaded);
+      load(k, loaded);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) sum += loaded[e];
     }
@@ -188,7 +206,7 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
     acc_t loaded[kVec];
-    convert_vector(in[k], loaded);
+    load(k, loaded);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       const acc_t d = loaded[e] - mean;
@@ -204,7 +222,7 @@ __global__ void __launch_bounds__(kOnlineThreads) normalization_long_rows_kernel
 #pragma unroll 4
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
     acc_t loaded[kVec];
-    convert_vector(in[k], loaded);
+    load(k, loaded);
     acc_t w[kVec], b[kVec];
     load_affine<acc_t>(a.weight, k, acc_t(1), w);
     load_affine<acc_t>(a.bias, k, acc_t(0), b);
@@ -359,17 +377,15 @@ struct RowLoads {
   }
 };
 
-// dx for vector k of a row, from the row's means of dxhat and dxhat * xhat.
+// dx for vector k of a row, by the row's InputGradient (kernels/normalization.h).
 template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
 __device__ __forceinline__ void write_input_gradient(const BackwardArgs<T>& a, int64_t row, int64_t k,
-                                                     compute_t<T> mean, compute_t<T> rstd,
-                                                     compute_t<T> mean_dxhat, compute_t<T> mean_dxhat_xhat) {
-  const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, rstd);
+                                                     compute_t<T> mean,
+                                                     const normalization::InputGradient<kKind, compute_t<T>>& dx) {
+  const GradientVector<T, kKind, kEpilogue, kVec> v(a, row, k, mean, dx.rstd);
   AlignedVector<T, kVec> result;
 #pragma unroll
-  for (int e = 0; e < kVec; ++e)
-    result.values[e] = convert_element<T>(
-        normalization::input_gradient<kKind>(v.dxhat[e], v.xhat[e], rstd, mean_dxhat, mean_dxhat_xhat));
+  for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(dx(v.dxhat[e], v.xhat[e]));
   reinterpret_cast<AlignedVector<T, kVec>*>(a.grad_input + row * a.n)[k] = result;
 }
 
@@ -466,8 +482,8 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
     }
     sums = block_allreduce(sums, PlusRowSums{}, RowSums<acc_t>{0, 0}, sum_partials);
     if (a.grad_input) {
-      const acc_t mean_dxhat = sums.dxhat / static_cast<acc_t>(a.n);
-      const acc_t mean_dxhat_xhat = sums.dxhat_xhat / static_cast<acc_t>(a.n);
+      const normalization::InputGradient<kKind, acc_t> dx(rstd, sums.dxhat, sums.dxhat_xhat,
+                                                          static_cast<acc_t>(a.n));
       if constexpr (kInRegisters) {
         AlignedVector<T, kVec>* out = reinterpret_cast<AlignedVector<T, kVec>*>(a.grad_input + row * a.n);
 #pragma unroll
@@ -477,14 +493,13 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
             AlignedVector<T, kVec> result;
 #pragma unroll
             for (int e = 0; e < kVec; ++e)
-              result.values[e] = convert_element<T>(normalization::input_gradient<kKind>(
-                  held_dxhat[j][e], held_xhat[j][e], rstd, mean_dxhat, mean_dxhat_xhat));
+              result.values[e] = convert_element<T>(dx(held_dxhat[j][e], held_xhat[j][e]));
             out[k] = result;
           }
         }
       } else {
         for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x)
-          write_input_gradient<T, kKind, kEpilogue, kVec>(a, row, k, mean, rstd, mean_dxhat, mean_dxhat_xhat);
+          write_input_gradient<T, kKind, kEpilogue, kVec>(a, row, k, mean, dx);
       }
     }
     __syncthreads();  // the next row's combines reuse the shared partials
@@ -631,13 +646,17 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
               <<<dim3(static_cast<unsigned int>(column_blocks), static_cast<unsigned int>(chunks)), kColumnThreads, 0,
                  stream>>>(args, rows_per_chunk);
         };
+        // Taken here, not inside the `if constexpr` below: there g++ 12 (as nvcc's host compiler
+        // too) took compute_t<T> of the half types as the primary template's T itself, so the
+        // launch asked for half the shared memory the kernel stages (bench/experiments/
+        // warp_emulation found it: the kernel wrote past its dynamic shared memory).
+        const int64_t staged_bytes = StagedAffine<T, kEpilogue, kVec>::shared_bytes(rows.length);
         if constexpr (kVec == 1) {
           launch_loop();
         } else {
           constexpr int kMaxVectorsPerThread = kBackwardElementsPerThread / kVec;
           // Rows of up to 8192 elements, whose weight and bias fit the device's shared memory (all
           // but double rows of more than about 6000 elements on GPUs of 99 KiB a block).
-          const int64_t staged_bytes = StagedAffine<T, kEpilogue, kVec>::shared_bytes(rows.length);
           if (rows.length > kBackwardMaxRegisterRow || staged_bytes + 1024 > max_shared_memory_per_block(op)) {
             launch_loop();
           } else {
@@ -691,8 +710,16 @@ void forward_rows(const char* op, const Tensor& x, const Tensor& weight, const T
       constexpr Epilogue kEpilogue = decltype(epilogue_constant)::value;
       with_vector_width<T>(rows.length, {args.x, args.y, args.weight, args.bias}, [&](auto vector_width) {
         constexpr int kVec = decltype(vector_width)::value;
+        // Rows the registers do not hold: staged in shared memory where two blocks' rows fit an SM.
         auto launch_long = [&](unsigned int grid, int block_threads) {
-          normalization_long_rows_kernel<T, kKind, kEpilogue, kVec><<<grid, block_threads, 0, stream>>>(args);
+          const int64_t staged_bytes = rows.length * static_cast<int64_t>(sizeof(T));
+          if (kVec > 1 && fits_two_staged_rows(staged_bytes, op)) {
+            const auto kernel = normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, kVec != 1>;
+            allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
+            kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(args);
+          } else {
+            normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, false><<<grid, block_threads, 0, stream>>>(args);
+          }
         };
         if constexpr (kVec == 1) {
           // Unaligned or odd rows: the loop kernel, with as many threads as the row has use for.

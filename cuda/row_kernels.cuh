@@ -14,7 +14,8 @@
 //  - RowThread (which row a thread works on) and row_allreduce (the combine across a row's
 //    threads); MaxSum, fold and CombineMaxSum, the running (max, sum) of the online kernels;
 //  - the launch choices: the vector width (16-byte vectors where the row length and the
-//    pointers allow) and the kernel for the row length (launch_for_rows).
+//    pointers allow) and the kernel for the row length (launch_for_rows);
+//  - rows staged in shared memory (stage_row_vectors), for the rows too long for registers.
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -24,6 +25,7 @@
 #include <minigrad/core/error.h>
 #include <minigrad/core/tensor.h>
 #include <minigrad/cuda/block_reduce.cuh>
+#include <minigrad/cuda/mma.cuh>  // cp.async
 #include <minigrad/cuda/vector.cuh>
 
 namespace minigrad {
@@ -111,6 +113,21 @@ struct RowThread {
         threads_per_row(kWarpPerRow ? kWarpSize : blockDim.x) {}
 };
 
+
+// ---- a row staged in shared memory ----
+// A block looping over a row in global memory has each thread's loads in flight a vector or a
+// few at a time, so a long row waits on memory several times in turn, and every pass after the
+// first reads it again from L2. Staged, each thread copies all of its 16-byte vectors of the row
+// (k = thread, thread + threads, ... below `vectors`) into shared memory at once by cp.async (no
+// registers held while they are in flight): the row arrives in about one memory latency, and
+// every pass reads it from shared memory. A thread reads back only the vectors it copied, once
+// its own mma::wait_copies<0>() has returned, so no barrier guards them.
+template <typename Word>
+__device__ __forceinline__ void stage_row_vectors(const Word* row, Word* staged, int64_t vectors, int thread,
+                                                  int threads) {
+  for (int64_t k = thread; k < vectors; k += threads) mma::copy_chunk_async(&staged[k], &row[k], true);
+  mma::commit_copies();
+}
 
 // Calls launch(std::integral_constant<int, kVec>{}) with kVec the elements per 16-byte
 // vector of T when rows of n elements at these pointers allow vector access (n a multiple

@@ -15,11 +15,13 @@
 // The rows' layout and kernel choice are cuda/row_kernels.cuh's, with at most 32 elements a
 // thread in the forward for 16-bit types and 16 otherwise (kForwardElementsPerThread,
 // kBackwardElementsPerThread): bfloat16 rows of up to 8192 elements in the forward's
-// registers, 4096 in the backward's (each input read once, each output written once), longer
-// ones two passes of a block (online max and sum, then the write). Rows whose length or
-// pointers do not allow 16-byte vectors also take the two-pass kernel, one element at a time:
-// that keeps the register kernels to the vector width alone (attention rows are multiples of
-// 8 elements).
+// registers, 4096 in the backward's (each input read once, each output written once). The
+// forward's longer rows are staged in shared memory where two blocks' rows fit an SM (bfloat16
+// rows of up to about 56000 elements on sm_90: read once, then three passes over shared
+// memory); the rest take two passes of a block over memory (online max and sum, then the
+// write), as the backward's longer rows do. Rows whose length or pointers do not allow 16-byte
+// vectors also take the two-pass kernel, one element at a time: that keeps the register
+// kernels to the vector width alone (attention rows are multiples of 8 elements).
 //
 // The options are runtime values, not template parameters, so each dtype compiles one
 // kernel per row-length bucket whatever the options: the mask's kind (none, bool,
@@ -46,6 +48,7 @@
 #include <minigrad/core/dispatch.h>
 #include <minigrad/cuda/block_reduce.cuh>
 #include <minigrad/cuda/convert.cuh>
+#include <minigrad/cuda/launch.cuh>
 #include <minigrad/cuda/row_kernels.cuh>
 #include <minigrad/cuda/runtime.h>
 #include <minigrad/cuda/softmax_dropout.h>
@@ -408,6 +411,79 @@ __global__ void softmax_dropout_online_kernel(const T* __restrict__ x, T* __rest
   }
 }
 
+// Rows too long for registers that fit shared memory (16-byte vectors only): one row per block
+// of kOnlineThreads, staged in shared memory (cuda/row_kernels.cuh's stage_row_vectors), then
+// three passes over the staged row: the max, the sum, the write. The logits, the exponentials
+// and the log-sum-exp are the register kernel's (base 2, each exponential one exp2), formed
+// again at each pass from the staged x, where the online kernel's running sum takes two exp a
+// logit and reads the row twice from memory.
+template <typename T, int kVec>
+__global__ void __launch_bounds__(kOnlineThreads)
+    softmax_dropout_staged_kernel(const T* __restrict__ x, T* __restrict__ y, compute_t<T>* __restrict__ log_sum_exp,
+                                  int64_t n, const RowOptions options) {
+  using acc_t = compute_t<T>;
+  using Vector = AlignedVector<T, kVec>;
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
+  __shared__ acc_t max_partials[kWarpSize];
+  __shared__ acc_t sum_partials[kWarpSize];
+  extern __shared__ __align__(16) unsigned char staged_bytes[];
+  const Word* staged = reinterpret_cast<const Word*>(staged_bytes);
+  const int64_t row = blockIdx.x;
+  const RowStart start(options, row);
+  const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
+  const int64_t vectors = n / kVec;
+  // Vectors causality masks out entirely are neither copied nor computed.
+  const int64_t visible_vectors = start.visible_end == INT64_MAX ? vectors : (start.visible_end + kVec - 1) / kVec;
+  const int64_t live = visible_vectors < vectors ? visible_vectors : vectors;
+  stage_row_vectors(reinterpret_cast<const Word*>(x + row * n), reinterpret_cast<Word*>(staged_bytes), live,
+                    threadIdx.x, blockDim.x);
+  mma::wait_copies<0>();
+
+  acc_t row_max = -INFINITY;
+  for (int64_t k = threadIdx.x; k < live; k += blockDim.x) {
+    acc_t v[kVec];
+    vector_logits<T>(options, start, base2, staged[k], k * kVec, v);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[e]);
+  }
+  row_max = block_allreduce(row_max, Max{}, acc_t(-INFINITY), max_partials);
+  // A fully masked row: shifted by 0, each exp2(-inf) is 0 (as in the register kernel).
+  const bool all_masked = row_max == -INFINITY;
+  const acc_t shift = all_masked ? acc_t(0) : row_max * base2.exponent_factor;
+  acc_t sum = 0;
+  for (int64_t k = threadIdx.x; k < live; k += blockDim.x) {
+    acc_t v[kVec];
+    vector_logits<T>(options, start, base2, staged[k], k * kVec, v);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sum += fast_math::fast_exp2(fma(v[e], base2.exponent_factor, -shift));
+  }
+  sum = block_allreduce(sum, Plus{}, acc_t(0), sum_partials);
+  if (threadIdx.x == 0)
+    log_sum_exp[row] = all_masked ? acc_t(INFINITY) : (shift + fast_math::fast_log2(sum)) * kLn2<acc_t>;
+  const acc_t inverse_sum = all_masked ? acc_t(0) : fast_math::fast_reciprocal(sum);
+  const acc_t kept_scale = options.drop ? inverse_sum * static_cast<acc_t>(options.keep_scale) : inverse_sum;
+  Vector* out = reinterpret_cast<Vector*>(y + row * n);
+  dropout_bits::MaskCursor cursor(options.dropout);
+  for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
+    Vector result;
+    if (k < live) {
+      KeepWords<kVec> keep;
+      if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
+      acc_t v[kVec];
+      vector_logits<T>(options, start, base2, staged[k], k * kVec, v);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const acc_t p = fast_math::fast_exp2(fma(v[e], base2.exponent_factor, -shift));
+        const bool dropped = options.drop && !keep.kept(e, options.dropout.threshold);
+        result.values[e] = convert_element<T>(p * (dropped ? acc_t(0) : kept_scale));
+      }
+    } else {
+      result = zero_vector<T, kVec>();
+    }
+    out[k] = result;
+  }
+}
+
 // ---- backward ----
 
 // P of one vector of a row, recomputed from x and the row's log-sum-exp (in base 2: a fully
@@ -637,8 +713,18 @@ void forward_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor&
               <<<grid, block_threads, 0, stream>>>(in, out, lse, shape.count, shape.length, options);
         },
         [&](auto vector_width, unsigned int grid, int block_threads) {
-          softmax_dropout_online_kernel<T, decltype(vector_width)::value>
-              <<<grid, block_threads, 0, stream>>>(in, out, lse, shape.length, options);
+          constexpr int kVec = decltype(vector_width)::value;
+          if constexpr (kVec > 1) {
+            const int64_t staged_bytes = shape.length * static_cast<int64_t>(sizeof(T));
+            if (fits_two_staged_rows(staged_bytes, op)) {
+              const auto kernel = softmax_dropout_staged_kernel<T, kVec>;
+              allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
+              kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(in, out, lse, shape.length,
+                                                                                          options);
+              return;
+            }
+          }
+          softmax_dropout_online_kernel<T, kVec><<<grid, block_threads, 0, stream>>>(in, out, lse, shape.length, options);
         });
     MG_CUDA_CHECK_LAUNCH(op);
   });

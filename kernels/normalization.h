@@ -52,14 +52,26 @@ MG_HOST_DEVICE T activate_derivative(T z) {
 // dx from the row's two sums over its n elements, sum(dxhat) and sum(dxhat * xhat):
 //   layer_norm: dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
 //   rms_norm:   dx = rstd * (dxhat - xhat * mean(dxhat * xhat))
-// (rms_norm has no mean to differentiate through, so no mean(dxhat) term.)
+// (rms_norm has no mean to differentiate through, so no mean(dxhat) term.) Taken as
+//   dx = rstd * dxhat + (xhat * a + c),  a = -rstd * mean(dxhat * xhat),  c = -rstd * mean(dxhat)
+// with a and c formed once a row: two multiply-adds an element, where the form above takes a
+// subtraction, a multiply-add and a multiply.
 template <NormKind kKind, typename T>
-MG_HOST_DEVICE T input_gradient(T dxhat, T xhat, T rstd, T mean_dxhat, T mean_dxhat_xhat) {
-  if constexpr (kKind == NormKind::Layer)
-    return rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
-  else
-    return rstd * (dxhat - xhat * mean_dxhat_xhat);
-}
+struct InputGradient {
+  T rstd;
+  T a;
+  T c;
+
+  MG_HOST_DEVICE InputGradient(T rstd, T sum_dxhat, T sum_dxhat_xhat, T n)
+      : rstd(rstd), a(-rstd * (sum_dxhat_xhat / n)), c(kKind == NormKind::Layer ? -rstd * (sum_dxhat / n) : T(0)) {}
+
+  MG_HOST_DEVICE T operator()(T dxhat, T xhat) const {
+    if constexpr (kKind == NormKind::Layer)
+      return rstd * dxhat + (xhat * a + c);
+    else
+      return rstd * dxhat + xhat * a;
+  }
+};
 
 // Calls f(kind, epilogue), both as std::integral_constant, for a runtime choice: the one
 // place that turns the choice into template arguments, for either backend. rms_norm has

@@ -230,10 +230,9 @@ MG_CPU_CLONES static void backward_row(const T* g, const T* in, double mean, dou
   };
   for_each_in_lanes(n, element);
   if (!out) return;
-  const double mean_dxhat = combine_lanes(sum_lanes) / static_cast<double>(n);
-  const double mean_dxhat_xhat = combine_lanes(dot_lanes) / static_cast<double>(n);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = static_cast<T>(normalization::input_gradient<kKind>(dxhat[i], xhat[i], rstd, mean_dxhat, mean_dxhat_xhat));
+  const normalization::InputGradient<kKind, double> input_gradient(rstd, combine_lanes(sum_lanes),
+                                                                    combine_lanes(dot_lanes), static_cast<double>(n));
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>(input_gradient(dxhat[i], xhat[i]));
 }
 
 // The backward's chunks of rows, each with its own dweight/dbias partials: at most

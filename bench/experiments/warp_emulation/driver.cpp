@@ -33,9 +33,11 @@
 #undef cudaGetDevice
 #undef cudaFuncSetAttribute
 #undef cudaDeviceGetAttribute
+#undef cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #undef cudaGetLastError
 #undef DeviceGuard
 #undef current_stream
+#undef current_device
 
 using namespace minigrad;
 

@@ -553,11 +553,24 @@ inline cudaError_t get_device(int* device) {
   *device = 0;
   return cudaSuccess;
 }
-// The device attribute the emulated host code asks for: the shared-memory opt-in the emulator
-// allows (kMaxShared). Any other is an error, so a new question gets an answer written here.
+// The device attributes the emulated host code asks for: the shared-memory opt-in the emulator
+// allows (kMaxShared), and kMultiprocessors SMs. Any other is an error, so a new question gets an
+// answer written here.
+constexpr int kMultiprocessors = 2;  // few: the kernels that loop over rows by the grid loop here
 inline cudaError_t device_get_attribute(int* value, cudaDeviceAttr attribute, int) {
-  if (attribute != cudaDevAttrMaxSharedMemoryPerBlockOptin) return last_error = cudaErrorInvalidValue;
-  *value = static_cast<int>(kMaxShared);
+  if (attribute == cudaDevAttrMaxSharedMemoryPerBlockOptin) {
+    *value = static_cast<int>(kMaxShared);
+  } else if (attribute == cudaDevAttrMultiProcessorCount) {
+    *value = kMultiprocessors;
+  } else {
+    return last_error = cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+// cudaOccupancyMaxActiveBlocksPerMultiprocessor: one block an SM (the emulator has no occupancy).
+template <typename Kernel>
+cudaError_t occupancy_max_active_blocks(int* blocks, Kernel, int, size_t) {
+  *blocks = 1;
   return cudaSuccess;
 }
 inline cudaError_t func_set_attribute(const void* kernel, cudaFuncAttribute attribute, int value) {
@@ -582,10 +595,11 @@ template <typename... P, typename... A>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t, const A&... args) {
   static_assert(sizeof...(P) == sizeof...(A) && sizeof...(P) > 0, "one argument per kernel parameter");
   const int threads = static_cast<int>(block.x);
-  if (grid.y != 1 || grid.z != 1 || block.y != 1 || block.z != 1 || threads > kMaxThreads || threads < 1 ||
-      grid.x < 1) {
-    fprintf(stderr, "[emu] launch of %u x %u x %u blocks of %u x %u x %u threads: only 1-D launches of 1 to %d "
-            "threads are emulated\n", grid.x, grid.y, grid.z, block.x, block.y, block.z, kMaxThreads);
+  if (grid.z != 1 || block.y != 1 || block.z != 1 || threads > kMaxThreads || threads < 1 || grid.x < 1 ||
+      grid.y < 1) {
+    fprintf(stderr, "[emu] launch of %u x %u x %u blocks of %u x %u x %u threads: only 1-D blocks of 1 to %d "
+            "threads in 1-D or 2-D grids are emulated\n", grid.x, grid.y, grid.z, block.x, block.y, block.z,
+            kMaxThreads);
     last_error = cudaErrorInvalidConfiguration;
     return;
   }
@@ -603,10 +617,10 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_b
   if (before_launch) before_launch(&std::get<0>(params));  // the flash kernels' one Params
   block_body = [kernel] { std::apply(kernel, params); };
   nthreads = threads;
-  grid_dim = Index{grid.x, 1, 1};
+  grid_dim = Index{grid.x, grid.y, 1};
   block_dim = Index{block.x, 1, 1};
-  for (unsigned blk = 0; blk < grid.x; ++blk) {
-    block_idx = Index{blk, 0, 0};
+  for (unsigned blk = 0; blk < grid.x * grid.y; ++blk) {
+    block_idx = Index{blk % grid.x, blk / grid.x, 0};
     shared_bytes = dynamic_shared_bytes;
     shared_storage.assign(shared_bytes + 2 * kGuardBytes + 128, kGuardByte);
     const uintptr_t start = (reinterpret_cast<uintptr_t>(shared_storage.data()) + kGuardBytes + 127) & ~uintptr_t{127};
@@ -669,6 +683,9 @@ inline float emu_uint_as_float(unsigned x) {
   return f;
 }
 #define __uint_as_float emu_uint_as_float
+// rsqrt, which the normalization kernels call unqualified.
+inline float rsqrt(float x) { return 1.0f / std::sqrt(x); }
+inline double rsqrt(double x) { return 1.0 / std::sqrt(x); }
 // CUDA's device min and max of ints, which kernels call unqualified.
 inline int min(int a, int b) { return a < b ? a : b; }
 inline int max(int a, int b) { return a > b ? a : b; }

@@ -6,8 +6,11 @@
 From the current cuda/flash_attention.cu and cuda/mma.cuh of the repository (or of
 --source-root) it writes
     OUT_DIR/flash_attention.inc        the kernels and their host code
-    OUT_DIR/softmax_dropout.inc, softmax.inc, cross_entropy.inc
+    OUT_DIR/softmax_dropout.inc, softmax.inc, cross_entropy.inc, normalization.inc
                                        the row kernels and their host code (./run-rows)
+    OUT_DIR/minigrad/cuda/column_sums.cuh
+                                       column_sums_host.h: a host stand-in for the column sums'
+                                       kernel, whose 2-D blocks emu.h does not emulate
     OUT_DIR/minigrad/cuda/mma.cuh      the warp-level building blocks; the driver puts OUT_DIR
                                        first on the include path, so this copy shadows the real one
 changing only what a host compiler cannot take, each into a call of emu.h:
@@ -297,7 +300,7 @@ def rewrite_static_shared(text, name, found):
 
 def rewrite_shared_declarations(text, name, found):
     code = blank_comments_and_literals(text)
-    pattern = re.compile(r'extern\s+__shared__\s+(?:__align__\s*\(\s*(\d+)\s*\)\s+)?([\w:]+)\s+(\w+)\s*\[\s*\]\s*;')
+    pattern = re.compile(r'extern\s+__shared__\s+(?:__align__\s*\(\s*(\d+)\s*\)\s+)?([\w:]+(?:\s+[\w:]+)*?)\s+(\w+)\s*\[\s*\]\s*;')
     out, last = [], 0
     for m in pattern.finditer(code):
         alignment = m.group(1) or '16'
@@ -423,6 +426,8 @@ def main():
         (root / 'cuda/softmax.cu', args.out_dir / 'softmax.inc', ['static __shared__', '<<<>>>', '__global__']),
         (root / 'cuda/cross_entropy.cu', args.out_dir / 'cross_entropy.inc',
          ['static __shared__', '<<<>>>', '__global__']),
+        (root / 'cuda/normalization.cu', args.out_dir / 'normalization.inc',
+         ['static __shared__', 'extern __shared__', '<<<>>>', '__global__']),
     ]
     try:
         results = []
@@ -433,6 +438,8 @@ def main():
     except RewriteError as e:
         print(f'rewrite.py: {e}', file=sys.stderr)
         return 1
+    # The column sums' kernel (blocks of 32 x 16 threads) is not emulated: a host stand-in.
+    results.append((args.out_dir / 'minigrad/cuda/column_sums.cuh', (HERE / 'column_sums_host.h').read_text()))
     for target, text in results:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)

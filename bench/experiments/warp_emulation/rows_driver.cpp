@@ -1,11 +1,13 @@
-// Runs the row kernels (cuda/softmax_dropout.cu, cuda/softmax.cu and cuda/cross_entropy.cu as
-// rewrite.py turns them into host code) under emu.h, on the CPU, and compares their outputs
-// with the CPU ops on the same inputs: softmax_dropout's y, and dx for a random dy, on the same
-// generator state; softmax's and log_softmax's; cross_entropy's per-row loss and gradient.
+// Runs the row kernels (cuda/softmax_dropout.cu, cuda/softmax.cu, cuda/cross_entropy.cu and
+// cuda/normalization.cu as rewrite.py turns them into host code) under emu.h, on the CPU, and
+// compares their outputs with the CPU ops on the same inputs: softmax_dropout's y, and dx for a
+// random dy, on the same generator state; softmax's and log_softmax's; cross_entropy's per-row
+// loss and gradient; the normalizations' y, dx, dweight and dbias.
 // Built and run by ./run-rows, which see.
 //
 // The softmax_dropout cases cover each kernel (a warp a row, a block a row of 2 to 8 warps, whole powers of two
-// or not, the two-pass kernel; vectors of 8, 4 and 2 elements and the one-element kernel), the masks read in vectors and element by
+// or not, the forward's rows staged in shared memory, the two-pass kernel; vectors of 8, 4 and 2 elements and the
+// one-element kernel), the masks read in vectors and element by
 // element (a view whose rows start at odd offsets), causal rows (square and wide, where most
 // of a row's vectors are skipped), the scale folded into the exponent (positive) or not
 // (negative), dropout on and off. A kernel that forgets an output element shows: the outputs
@@ -42,12 +44,30 @@
 #undef cudaGetDevice
 #undef cudaFuncSetAttribute
 #undef cudaDeviceGetAttribute
+#undef cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #undef cudaGetLastError
 #undef DeviceGuard
 #undef current_stream
+#undef current_device
 
 // After the kernels: the ops' log and exp of tensors would hide the kernels' ::log and ::exp.
 #include <minigrad/minigrad.h>
+#include <minigrad/kernels/normalization.h>
+
+// The normalization kernels, emulated in a translation unit of their own
+// (normalization_kernels.cpp: their anonymous namespace's names would clash with
+// softmax_dropout's here).
+namespace minigrad {
+namespace cuda {
+void emu_normalization_forward(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                               int64_t hidden, normalization::NormKind kind, normalization::Epilogue epilogue,
+                               double eps, const Tensor& y, const Tensor& mean, const Tensor& rstd);
+void emu_normalization_backward(const char* op, const Tensor& grad, const Tensor& x, const Tensor& weight,
+                                const Tensor& bias, const Tensor& mean, const Tensor& rstd, int64_t hidden,
+                                normalization::NormKind kind, normalization::Epilogue epilogue,
+                                const Tensor& grad_input, const Tensor& grad_weight, const Tensor& grad_bias);
+}  // namespace cuda
+}  // namespace minigrad
 
 using namespace minigrad;
 
@@ -92,6 +112,10 @@ const Case kCases[] = {
     {"causal with a bool padding mask", {2, 40, 512}, 0.2, MaskKind::BoolBroadcast, true, std::nullopt},
     {"causal with padding of lengths n/2 + 3 and 0", {2, 40, 512}, 0.2, MaskKind::BoolLengths, true, std::nullopt},
     {"causal with an additive mask", {2, 40, 512}, 0.0, MaskKind::Additive, true, 0.25},
+    {"staged rows of 10240 (the forward), p 0.1", {1, 2, 10240}, 0.1, MaskKind::None, false, std::nullopt},
+    {"staged rows of 12000, padding n/2 + 3 and 0", {2, 1, 12000}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
+    {"staged rows of 9216, additive mask, scale -0.5", {1, 2, 9216}, 0.2, MaskKind::Additive, false, -0.5},
+    {"staged causal wide 3 x 9000", {1, 3, 9000}, 0.1, MaskKind::None, true, std::nullopt},
 };
 
 int failures = 0;
@@ -187,7 +211,10 @@ void run_case(const Case& c, DType dtype) {
   const Tensor y = full(c.sizes, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
   const Tensor lse = full({lanes}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(lse_dtype));
   const Tensor dx = full(c.sizes, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
+  // The staged kernel copies x's rows by cp.async: all of x may be read.
+  emu::before_launch = [&x](const void*) { emu::add_readable(x.raw_data(), x.numel() * x.element_size()); };
   cuda::emu_softmax_dropout_rows(x, rows, y, lse);
+  emu::before_launch = nullptr;
   cuda::emu_softmax_dropout_backward_rows(dy, x, lse, rows, dx);
 
   long nonfinite = 0;
@@ -272,6 +299,78 @@ void run_cross_entropy_case(int64_t rows, int64_t classes, double smoothing, DTy
   if (!ok) ++failures;
 }
 
+// The normalizations (cuda/normalization.cu): y, dx, dweight and dbias against the CPU op on
+// the same inputs (rows x n, weight and bias or none), for every kernel: a warp a row, a block a
+// row, the backward's blocks looping over rows (emu.h's 2 SMs of one block each), the forward's
+// long rows staged in shared memory or read three times, the one-element kernels.
+enum class NormCase { LayerNorm, LayerNormGelu, LayerNormGeluTanh, RMSNorm };
+
+void run_normalization_case(NormCase which, int64_t rows, int64_t n, bool affine, DType dtype) {
+  const long errors_before = emu::errors;
+  manual_seed(14);
+  const Tensor x = (randn({rows, n}, kFloat64) * 2.0 + 1.0).to(dtype);
+  const Tensor dy = randn({rows, n}, kFloat64).to(dtype);
+  const Tensor w = (randn({n}, kFloat64) * 0.5 + 1.0).to(dtype), b = (randn({n}, kFloat64) * 0.5).to(dtype);
+  const bool layer = which != NormCase::RMSNorm;
+  const double eps = 1e-5;
+  Tensor leaf = x.detach().requires_grad_();
+  Tensor w_leaf = w.detach().requires_grad_(), b_leaf = b.detach().requires_grad_();
+  const std::optional<Tensor> weight = affine ? std::optional<Tensor>(w_leaf) : std::nullopt;
+  const std::optional<Tensor> bias = affine && layer ? std::optional<Tensor>(b_leaf) : std::nullopt;
+  normalization::Epilogue epilogue = normalization::Epilogue::Identity;
+  Tensor y_cpu;
+  switch (which) {
+    case NormCase::LayerNorm:
+      y_cpu = layer_norm(leaf, {n}, weight, bias, eps);
+      break;
+    case NormCase::LayerNormGelu:
+      y_cpu = layer_norm_gelu(leaf, {n}, weight, bias, eps);
+      epilogue = normalization::Epilogue::GeluExact;
+      break;
+    case NormCase::LayerNormGeluTanh:
+      y_cpu = layer_norm_gelu(leaf, {n}, weight, bias, eps, GeluApproximation::Tanh);
+      epilogue = normalization::Epilogue::GeluTanh;
+      break;
+    case NormCase::RMSNorm:
+      y_cpu = rms_norm(leaf, {n}, weight, eps);
+      break;
+  }
+  y_cpu.backward(dy);
+  const TensorOptions stats(dtype == kFloat64 ? kFloat64 : kFloat32);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const Tensor y = full({rows, n}, nan, TensorOptions(dtype));
+  const Tensor mean = layer ? full({rows}, nan, stats) : Tensor();
+  const Tensor rstd = full({rows}, nan, stats);
+  const Tensor dx = full({rows, n}, nan, TensorOptions(dtype));
+  const Tensor dw = affine ? full({n}, nan, TensorOptions(dtype)) : Tensor();
+  const Tensor db = affine && layer ? full({n}, nan, TensorOptions(dtype)) : Tensor();
+  const Tensor w_arg = affine ? w : Tensor(), b_arg = affine && layer ? b : Tensor();
+  const normalization::NormKind kind = layer ? normalization::NormKind::Layer : normalization::NormKind::RMS;
+  // The staged forward copies x's rows by cp.async: all of x may be read.
+  emu::before_launch = [&x](const void*) { emu::add_readable(x.raw_data(), x.numel() * x.element_size()); };
+  cuda::emu_normalization_forward("emulated", x, w_arg, b_arg, n, kind, epilogue, eps, y, mean, rstd);
+  emu::before_launch = nullptr;
+  cuda::emu_normalization_backward("emulated", dy, x, w_arg, b_arg, mean, rstd, n, kind, epilogue, dx, dw, db);
+  long nonfinite = 0;
+  const double y_error = max_abs_difference(y, y_cpu, &nonfinite);
+  const double dx_error = max_abs_difference(dx, leaf.grad(), &nonfinite);
+  double affine_error = 0;
+  if (affine) affine_error = max_abs_difference(dw, w_leaf.grad(), &nonfinite);
+  if (affine && layer) affine_error = std::max(affine_error, max_abs_difference(db, b_leaf.grad(), &nonfinite));
+  // float64: the same formulas in another order; float32: sums of n terms in another order;
+  // bfloat16 rounds y and dx once (|y| and |dx| up to about 10) and dweight and dbias, sums over
+  // the rows of terms up to about 10.
+  const double tolerance = dtype == kFloat64 ? 1e-10 : dtype == kFloat32 ? 2e-4 : 1e-1;
+  const bool ok = nonfinite == 0 && y_error <= tolerance && dx_error <= tolerance &&
+                  affine_error <= tolerance * static_cast<double>(rows) && emu::errors == errors_before;
+  static const char* const kNames[] = {"layer_norm", "layer_norm_gelu", "layer_norm_gelu tanh", "rms_norm"};
+  const std::string name = fmt::format("{} {} x {}{}", kNames[static_cast<int>(which)], rows, n,
+                                       affine ? "" : ", no weight or bias");
+  printf("%-4s %-58s %-9s y %.2e  dx %.2e  dw/db %.2e%s\n", ok ? "ok" : "FAIL", name.c_str(), dtype_name(dtype), y_error,
+         dx_error, affine_error, nonfinite ? "  (non-finite elements)" : "");
+  if (!ok) ++failures;
+}
+
 }  // namespace
 
 int main() {
@@ -298,6 +397,16 @@ int main() {
       run_cross_entropy_case(7, classes, classes % 2 ? 0.1 : 0.0, dtype);
       ++runs;
     }
+  // The normalizations: a warp a row (256), a block a row (2048; 1000: vectors of 8 in a block of
+  // 4 warps), 7 rows looping over emu.h's 2 blocks in the backward, the forward's long rows staged
+  // (10240: all but float64, whose rows of 80 KiB do not fit twice in emu.h's 163 KiB) or read
+  // three times (float64), and rows of odd length (one element a time).
+  for (int64_t n : {256, 1000, 2048, 10240, 1001})
+    for (NormCase which : {NormCase::LayerNorm, NormCase::LayerNormGelu, NormCase::LayerNormGeluTanh, NormCase::RMSNorm})
+      for (DType dtype : {kFloat32, kBFloat16, kFloat64}) {
+        run_normalization_case(which, n > 8192 ? 2 : 7, n, which != NormCase::LayerNormGeluTanh, dtype);
+        ++runs;
+      }
   printf("%d runs: %d failures, %ld emulator errors (%.1f s)\n", runs, failures, emu::errors,
          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   return failures || emu::errors ? 1 : 0;
