@@ -712,14 +712,16 @@ void forward_rows(const char* op, const Tensor& x, const Tensor& weight, const T
         constexpr int kVec = decltype(vector_width)::value;
         // Rows the registers do not hold: staged in shared memory where two blocks' rows fit an SM.
         auto launch_long = [&](unsigned int grid, int block_threads) {
-          const int64_t staged_bytes = rows.length * static_cast<int64_t>(sizeof(T));
-          if (kVec > 1 && fits_two_staged_rows(staged_bytes, op)) {
-            const auto kernel = normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, kVec != 1>;
-            allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
-            kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(args);
-          } else {
-            normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, false><<<grid, block_threads, 0, stream>>>(args);
+          if constexpr (kVec > 1) {
+            const int64_t staged_bytes = rows.length * static_cast<int64_t>(sizeof(T));
+            if (fits_two_staged_rows(staged_bytes, op)) {
+              const auto kernel = normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, true>;
+              allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
+              kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(args);
+              return;
+            }
           }
+          normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, false><<<grid, block_threads, 0, stream>>>(args);
         };
         if constexpr (kVec == 1) {
           // Unaligned or odd rows: the loop kernel, with as many threads as the row has use for.
