@@ -520,7 +520,7 @@ void cross_entropy_rows(const Tensor& logits, const Tensor& targets, const Cross
       // A row's vectors (at most `vectors` 16-byte vectors, whatever its head) staged in shared
       // memory where kBlocksPerSM blocks of them fit an SM; otherwise the register path.
       const int64_t staged_bytes = vectors * 16;
-      if (staged_bytes * kBlocksPerSM<T> <= max_shared_memory_per_block(op)) {
+      if (fits_staged_rows(staged_bytes, kBlocksPerSM<T>, op)) {
         auto kernel = cross_entropy_kernel<T, false, true>;
         allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
         kernel<<<grid, threads, static_cast<size_t>(staged_bytes), stream>>>(a);

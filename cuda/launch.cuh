@@ -49,11 +49,12 @@ inline int max_shared_memory_per_block(const char* op) {
 }
 
 // Whether rows of `row_bytes` staged in shared memory (cuda/row_kernels.cuh's stage_row_vectors)
-// leave room for two blocks an SM, each with a little static shared memory beside its row: with
-// one, the SM would wait on each block's copies with nothing else to run.
-inline bool fits_two_staged_rows(int64_t row_bytes, const char* op) {
+// leave room for `blocks_per_sm` blocks an SM, each with a little static shared memory beside
+// its row. The row kernels ask for two where their registers allow: with one, the SM would wait
+// on each block's copies with nothing else to run.
+inline bool fits_staged_rows(int64_t row_bytes, int64_t blocks_per_sm, const char* op) {
   constexpr int64_t kStaticBytes = 2048;  // the kernels' combines, and the system's 1 KiB a block
-  return 2 * (row_bytes + kStaticBytes) <= max_shared_memory_per_block(op);
+  return blocks_per_sm * (row_bytes + kStaticBytes) <= max_shared_memory_per_block(op);
 }
 
 // The current device's streaming multiprocessors, asked once per device.

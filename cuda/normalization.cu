@@ -714,7 +714,7 @@ void forward_rows(const char* op, const Tensor& x, const Tensor& weight, const T
         auto launch_long = [&](unsigned int grid, int block_threads) {
           if constexpr (kVec > 1) {
             const int64_t staged_bytes = rows.length * static_cast<int64_t>(sizeof(T));
-            if (fits_two_staged_rows(staged_bytes, op)) {
+            if (fits_staged_rows(staged_bytes, 2, op)) {
               const auto kernel = normalization_long_rows_kernel<T, kKind, kEpilogue, kVec, true>;
               allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
               kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(args);

@@ -281,6 +281,41 @@ constexpr int kMinRowBlocks = sizeof(T) == 8 ? 1 : kElements > 16 ? 3 : 4;
 
 // ---- forward ----
 
+// The row's normalization in the base-2 kernels (the register and the staged forward), from
+// the row's max logit: each exponential is exp2 of one fused multiply-add, and then, from the
+// sum of the exponentials, the row's log-sum-exp in natural units and the factor of a kept
+// element, 1 / sum / (1 - p_q) (the softmax's and the dropout's factors applied as one).
+template <typename acc_t>
+struct Base2Normalizer {
+  acc_t exponent_factor;
+  // A fully masked row: every logit is -inf. Shifted by 0 rather than by its max, each exp is
+  // 0 (not exp(-inf - -inf) = NaN), and so are its probabilities.
+  bool all_masked;
+  acc_t shift;
+  __device__ Base2Normalizer(acc_t row_max, const LogitUnits<acc_t>& base2)
+      : exponent_factor(base2.exponent_factor),
+        all_masked(row_max == -INFINITY),
+        shift(all_masked ? acc_t(0) : row_max * base2.exponent_factor) {}
+  // exp(logit - max) of a logit as vector_logits returns it.
+  __device__ acc_t exponential(acc_t v) const { return fast_math::fast_exp2(fma(v, exponent_factor, -shift)); }
+  // sum >= 1 (the max's own term is 1): the fast log2 and reciprocal hold their accuracy.
+  __device__ acc_t log_sum_exp(acc_t sum) const {
+    return all_masked ? acc_t(INFINITY) : (shift + fast_math::fast_log2(sum)) * kLn2<acc_t>;
+  }
+  __device__ acc_t kept_scale(acc_t sum, const RowOptions& o) const {
+    const acc_t inverse_sum = all_masked ? acc_t(0) : fast_math::fast_reciprocal(sum);
+    return o.drop ? inverse_sum * static_cast<acc_t>(o.keep_scale) : inverse_sum;
+  }
+};
+
+// y of element e of a vector: its exponential times the kept scale, or 0 where dropped.
+template <typename T, typename acc_t, int kVec>
+__device__ __forceinline__ T dropout_output(const RowOptions& o, const KeepWords<kVec>& keep, int e,
+                                            acc_t exponential, acc_t kept_scale) {
+  const bool dropped = o.drop && !keep.kept(e, o.dropout.threshold);
+  return convert_element<T>(exponential * (dropped ? acc_t(0) : kept_scale));  // a NaN stays NaN
+}
+
 // A row in registers (cuda/row_kernels.cuh: a warp or a block per row; thread t holds the
 // row's vectors t, t + threads_per_row, ...). The logits are in base 2 (times log2(e)), so
 // each exponential is the hardware's exp2; held as x itself when the whole factor moves into
@@ -324,28 +359,21 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
     }
   }
   row_max = row_allreduce<kWarpPerRow>(row_max, Max{}, acc_t(-INFINITY), max_partials);
-  // A fully masked row: every logit is -inf. Shifted by 0 rather than by its max, each exp is
-  // 0 (not exp(-inf - -inf) = NaN), and so are its probabilities.
-  const bool all_masked = row_max == -INFINITY;
-  const acc_t shift = all_masked ? acc_t(0) : row_max * base2.exponent_factor;
+  const Base2Normalizer<acc_t> normalizer(row_max, base2);
   acc_t sum = 0;
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
     if (held.live(j)) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
-        v[j][e] = fast_math::fast_exp2(fma(v[j][e], base2.exponent_factor, -shift));
+        v[j][e] = normalizer.exponential(v[j][e]);
         sum += v[j][e];
       }
     }
   }
   sum = row_allreduce<kWarpPerRow>(sum, Plus{}, acc_t(0), sum_partials);
-  // sum >= 1 (the max's own term is 1): the fast log2 and reciprocal hold their accuracy.
-  if (me.thread == 0)
-    log_sum_exp[me.row] = all_masked ? acc_t(INFINITY) : (shift + fast_math::fast_log2(sum)) * kLn2<acc_t>;
-  const acc_t inverse_sum = all_masked ? acc_t(0) : fast_math::fast_reciprocal(sum);
-  // y = P / (1 - p_q) where kept: the two factors applied as one.
-  const acc_t kept_scale = options.drop ? inverse_sum * static_cast<acc_t>(options.keep_scale) : inverse_sum;
+  if (me.thread == 0) log_sum_exp[me.row] = normalizer.log_sum_exp(sum);
+  const acc_t kept_scale = normalizer.kept_scale(sum, options);
   Vector* out = reinterpret_cast<Vector*>(y + me.row * n);
 #pragma unroll
   for (int j = 0; j < kVectorsPerThread; ++j) {
@@ -353,10 +381,7 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
     Vector result;
     if (held.live(j)) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const bool dropped = options.drop && !keep[j].kept(e, options.dropout.threshold);
-        result.values[e] = convert_element<T>(v[j][e] * (dropped ? acc_t(0) : kept_scale));  // a NaN stays NaN
-      }
+      for (int e = 0; e < kVec; ++e) result.values[e] = dropout_output<T>(options, keep[j], e, v[j][e], kept_scale);
     } else {
       result = zero_vector<T, kVec>();
     }
@@ -447,21 +472,17 @@ __global__ void __launch_bounds__(kOnlineThreads)
     for (int e = 0; e < kVec; ++e) row_max = fmax(row_max, v[e]);
   }
   row_max = block_allreduce(row_max, Max{}, acc_t(-INFINITY), max_partials);
-  // A fully masked row: shifted by 0, each exp2(-inf) is 0 (as in the register kernel).
-  const bool all_masked = row_max == -INFINITY;
-  const acc_t shift = all_masked ? acc_t(0) : row_max * base2.exponent_factor;
+  const Base2Normalizer<acc_t> normalizer(row_max, base2);
   acc_t sum = 0;
   for (int64_t k = threadIdx.x; k < live; k += blockDim.x) {
     acc_t v[kVec];
     vector_logits<T>(options, start, base2, staged[k], k * kVec, v);
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) sum += fast_math::fast_exp2(fma(v[e], base2.exponent_factor, -shift));
+    for (int e = 0; e < kVec; ++e) sum += normalizer.exponential(v[e]);
   }
   sum = block_allreduce(sum, Plus{}, acc_t(0), sum_partials);
-  if (threadIdx.x == 0)
-    log_sum_exp[row] = all_masked ? acc_t(INFINITY) : (shift + fast_math::fast_log2(sum)) * kLn2<acc_t>;
-  const acc_t inverse_sum = all_masked ? acc_t(0) : fast_math::fast_reciprocal(sum);
-  const acc_t kept_scale = options.drop ? inverse_sum * static_cast<acc_t>(options.keep_scale) : inverse_sum;
+  if (threadIdx.x == 0) log_sum_exp[row] = normalizer.log_sum_exp(sum);
+  const acc_t kept_scale = normalizer.kept_scale(sum, options);
   Vector* out = reinterpret_cast<Vector*>(y + row * n);
   dropout_bits::MaskCursor cursor(options.dropout);
   for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
@@ -472,11 +493,8 @@ __global__ void __launch_bounds__(kOnlineThreads)
       acc_t v[kVec];
       vector_logits<T>(options, start, base2, staged[k], k * kVec, v);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const acc_t p = fast_math::fast_exp2(fma(v[e], base2.exponent_factor, -shift));
-        const bool dropped = options.drop && !keep.kept(e, options.dropout.threshold);
-        result.values[e] = convert_element<T>(p * (dropped ? acc_t(0) : kept_scale));
-      }
+      for (int e = 0; e < kVec; ++e)
+        result.values[e] = dropout_output<T>(options, keep, e, normalizer.exponential(v[e]), kept_scale);
     } else {
       result = zero_vector<T, kVec>();
     }
@@ -575,15 +593,19 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
 }
 
 // Long or unvectorizable rows: two passes over x and dy (the sum, then the write), P and the
-// mask computed again in each.
-template <typename T, int kVec>
+// mask computed again in each. kStaged (16-byte vectors only): the row's x and dy are copied
+// into shared memory first (their causally visible vectors), x's vectors then dy's, and the
+// two passes read them there instead of from memory and L2.
+template <typename T, int kVec, bool kStaged>
 __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ grad, const T* __restrict__ x,
                                                        const compute_t<T>* __restrict__ log_sum_exp,
                                                        T* __restrict__ grad_input, int64_t n,
                                                        const RowOptions options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
+  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
   __shared__ acc_t warp_results[kWarpSize];
+  extern __shared__ __align__(16) unsigned char staged_bytes[];
   const int64_t row = blockIdx.x;
   const RowStart start(options, row);
   const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
@@ -591,12 +613,27 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
   const Vector* g_in = reinterpret_cast<const Vector*>(grad + row * n);
   const Vector* x_in = reinterpret_cast<const Vector*>(x + row * n);
   const int64_t vectors = n / kVec;
+  const Word* staged_x = reinterpret_cast<const Word*>(staged_bytes);
+  const Word* staged_dy = staged_x + vectors;
+  if constexpr (kStaged) {
+    const int64_t visible_vectors = start.visible_end == INT64_MAX ? vectors : (start.visible_end + kVec - 1) / kVec;
+    const int64_t live = visible_vectors < vectors ? visible_vectors : vectors;
+    Word* staged = reinterpret_cast<Word*>(staged_bytes);
+    stage_row_vectors(reinterpret_cast<const Word*>(x_in), staged, live, threadIdx.x, blockDim.x);
+    stage_row_vectors(reinterpret_cast<const Word*>(g_in), staged + vectors, live, threadIdx.x, blockDim.x);
+    mma::wait_copies<0>();
+  }
 
   // dP and P of vector k, both passes: P recomputed, the keep decisions drawn through `cursor`.
   auto gradient_terms = [&](int64_t k, dropout_bits::MaskCursor& cursor, acc_t(&dp)[kVec], acc_t(&p)[kVec]) {
     acc_t dy[kVec];
-    convert_vector(g_in[k], dy);
-    recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
+    if constexpr (kStaged) {
+      convert_vector(vector_from_bits<T, kVec>(staged_dy[k]), dy);
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, staged_x[k], k * kVec, p);
+    } else {
+      convert_vector(g_in[k], dy);
+      recompute_probabilities<T>(options, start, base2, log_sum_exp2, x_in[k], k * kVec, p);
+    }
     KeepWords<kVec> keep;
     if (options.drop) keep = vector_keep<kVec>(options, start, cursor, k * kVec);
 #pragma unroll
@@ -716,7 +753,7 @@ void forward_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor&
           constexpr int kVec = decltype(vector_width)::value;
           if constexpr (kVec > 1) {
             const int64_t staged_bytes = shape.length * static_cast<int64_t>(sizeof(T));
-            if (fits_two_staged_rows(staged_bytes, op)) {
+            if (fits_staged_rows(staged_bytes, 2, op)) {
               const auto kernel = softmax_dropout_staged_kernel<T, kVec>;
               allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
               kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(in, out, lse, shape.length,
@@ -760,7 +797,18 @@ void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Te
               <<<grid, block_threads, 0, stream>>>(g, in, lse, out, shape.count, shape.length, options);
         },
         [&](auto vector_width, unsigned int grid, int block_threads) {
-          softmax_dropout_backward_online_kernel<T, decltype(vector_width)::value>
+          constexpr int kVec = decltype(vector_width)::value;
+          if constexpr (kVec > 1) {
+            const int64_t staged_bytes = 2 * shape.length * static_cast<int64_t>(sizeof(T));  // x and dy
+            if (fits_staged_rows(staged_bytes, 2, op)) {
+              const auto kernel = softmax_dropout_backward_online_kernel<T, kVec, true>;
+              allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
+              kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(g, in, lse, out, shape.length,
+                                                                                          options);
+              return;
+            }
+          }
+          softmax_dropout_backward_online_kernel<T, kVec, false>
               <<<grid, block_threads, 0, stream>>>(g, in, lse, out, shape.length, options);
         });
     MG_CUDA_CHECK_LAUNCH(op);

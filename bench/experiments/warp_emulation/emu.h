@@ -29,7 +29,7 @@
 //   - the lanes of a warp meet at the same collective (not one lane at an mma while another
 //     is at an ldmatrix), every thread reaches every __syncthreads(), nothing deadlocks;
 //   - a thread does not exit with cp.async copies still in flight;
-//   - the launch itself: one-dimensional grid and block, dynamic shared memory above 48 KiB
+//   - the launch itself: 1-D or 2-D grid and block, dynamic shared memory above 48 KiB
 //     only after cudaFuncSetAttribute allowed it, and never above sm_80's 163 KiB.
 //
 // What it cannot check: timing and occupancy; real concurrency (a fiber runs until its next
@@ -141,6 +141,7 @@ struct Fiber {
   char* stack = nullptr;
   bool started = false, done = false;
   Index tid;
+  unsigned linear = 0;  // the thread's number in its block, x fastest: warps are its runs of 32
   unsigned collectives = 0;  // warp collectives so far: their sequence numbers
   Wait waiting = Wait::None;
   std::vector<Copy> open;                 // issued since the last commit_group
@@ -159,9 +160,9 @@ inline int idle_switches = 0;
 inline Barrier block_barrier;
 inline Barrier warp_barriers[kMaxThreads / kWarpSize];
 
-inline unsigned current_thread() { return cur ? cur->tid.x : 0u; }
-inline int lane() { return static_cast<int>(cur->tid.x) % kWarpSize; }
-inline int warp() { return static_cast<int>(cur->tid.x) / kWarpSize; }
+inline unsigned current_thread() { return cur ? cur->linear : 0u; }
+inline int lane() { return static_cast<int>(cur->linear) % kWarpSize; }
+inline int warp() { return static_cast<int>(cur->linear) / kWarpSize; }
 
 [[noreturn]] inline void deadlock() {
   fflush(stdout);
@@ -292,7 +293,7 @@ inline uint16_t shared_element_bits(size_t e) {
 inline void on_ldmatrix_read(size_t e) {
   Shadow& s = shadow[e];
   const int E = epoch();
-  const int16_t me = static_cast<int16_t>(cur->tid.x);
+  const int16_t me = static_cast<int16_t>(cur->linear);
   if (s.in_flight >= 0)
     EMU_ERR("ldmatrix reads shared element %zu while thread %d's cp.async to it is in flight", e, s.in_flight);
   else if (!s.written && shared_element_bits(e) == kUnwritten)
@@ -311,7 +312,7 @@ inline void on_ldmatrix_read(size_t e) {
 inline void on_copy_issued(size_t e) {
   Shadow& s = shadow[e];
   const int E = epoch();
-  const int16_t me = static_cast<int16_t>(cur->tid.x);
+  const int16_t me = static_cast<int16_t>(cur->linear);
   if (s.read_epoch == E && s.reader == -2)
     EMU_ERR("race on shared element %zu: read by the ldmatrix of several threads and overwritten by thread %d's "
             "cp.async, no __syncthreads() between", e, me);
@@ -329,7 +330,7 @@ inline void on_copy_landed(size_t e) {
   Shadow& s = shadow[e];
   s.in_flight = -1;
   s.write_epoch = epoch();
-  s.writer = static_cast<int16_t>(cur->tid.x);
+  s.writer = static_cast<int16_t>(cur->linear);
   s.written = true;
 }
 
@@ -594,10 +595,9 @@ inline cudaError_t get_last_error() {
 template <typename... P, typename... A>
 void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_bytes, cudaStream_t, const A&... args) {
   static_assert(sizeof...(P) == sizeof...(A) && sizeof...(P) > 0, "one argument per kernel parameter");
-  const int threads = static_cast<int>(block.x);
-  if (grid.z != 1 || block.y != 1 || block.z != 1 || threads > kMaxThreads || threads < 1 || grid.x < 1 ||
-      grid.y < 1) {
-    fprintf(stderr, "[emu] launch of %u x %u x %u blocks of %u x %u x %u threads: only 1-D blocks of 1 to %d "
+  const int threads = static_cast<int>(block.x * block.y);
+  if (grid.z != 1 || block.z != 1 || threads > kMaxThreads || threads < 1 || grid.x < 1 || grid.y < 1) {
+    fprintf(stderr, "[emu] launch of %u x %u x %u blocks of %u x %u x %u threads: only 1-D or 2-D blocks of 1 to %d "
             "threads in 1-D or 2-D grids are emulated\n", grid.x, grid.y, grid.z, block.x, block.y, block.z,
             kMaxThreads);
     last_error = cudaErrorInvalidConfiguration;
@@ -618,7 +618,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_b
   block_body = [kernel] { std::apply(kernel, params); };
   nthreads = threads;
   grid_dim = Index{grid.x, grid.y, 1};
-  block_dim = Index{block.x, 1, 1};
+  block_dim = Index{block.x, block.y, 1};
   for (unsigned blk = 0; blk < grid.x * grid.y; ++blk) {
     block_idx = Index{blk % grid.x, blk / grid.x, 0};
     shared_bytes = dynamic_shared_bytes;
@@ -634,7 +634,8 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_b
       Fiber& f = fibers[t];
       if (!f.stack) f.stack = static_cast<char*>(malloc(kStackBytes));
       f.started = f.done = false;
-      f.tid = Index{static_cast<unsigned>(t), 0, 0};
+      f.linear = static_cast<unsigned>(t);
+      f.tid = Index{f.linear % block.x, f.linear / block.x, 0};
       f.collectives = 0;
       f.waiting = Wait::None;
       f.open.clear();

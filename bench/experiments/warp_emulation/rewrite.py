@@ -9,8 +9,7 @@ From the current cuda/flash_attention.cu and cuda/mma.cuh of the repository (or 
     OUT_DIR/softmax_dropout.inc, softmax.inc, cross_entropy.inc, normalization.inc
                                        the row kernels and their host code (./run-rows)
     OUT_DIR/minigrad/cuda/column_sums.cuh
-                                       column_sums_host.h: a host stand-in for the column sums'
-                                       kernel, whose 2-D blocks emu.h does not emulate
+                                       the column sums' kernel (the normalizations' second step)
     OUT_DIR/minigrad/cuda/mma.cuh      the warp-level building blocks; the driver puts OUT_DIR
                                        first on the include path, so this copy shadows the real one
 changing only what a host compiler cannot take, each into a call of emu.h:
@@ -20,7 +19,7 @@ changing only what a host compiler cannot take, each into a call of emu.h:
         pack() and a_from_c() around them stay the project's own code;
     __cvta_generic_to_shared(p)        -> ::emu::cvta_generic_to_shared(p)
     extern __shared__ T name[];        -> T* const name = ::emu::dynamic_shared<T>(alignment);
-    __shared__ T name[N];              -> static T name[N];  (the row kernels' only kind)
+    __shared__ T name[N]...;           -> static T name[N]...;  (the row kernels' only kind)
     kernel<<<grid, block, shared, stream>>>(arg);  -> ::emu::launch(kernel, grid, block, shared, stream, arg);
     the first statement of every __global__ function: ::emu::enter_kernel(__PRETTY_FUNCTION__);
 Everything else is copied unchanged, line numbers included (a rewritten statement keeps the
@@ -283,15 +282,15 @@ def rewrite_cvta(text, name, found):
 
 
 def rewrite_static_shared(text, name, found):
-    """`__shared__ T name[N];` -> `static T name[N];`: the blocks run one after the other on one
+    """`__shared__ T name[N]...;` -> `static T name[N]...;`: the blocks run one after the other on one
     OS thread, so a function's static array is the block's shared array (not checked for reads
     of unwritten elements, as dynamic shared memory is)."""
     code = blank_comments_and_literals(text)
-    pattern = re.compile(r'(?<!extern )\b__shared__\s+([\w:<>, ]+?)\s+(\w+)\s*\[([^\]]+)\]\s*;')
+    pattern = re.compile(r'(?<!extern )\b__shared__\s+([\w:<>, ]+?)\s+(\w+)\s*((?:\[[^\]]+\]\s*)+);')
     out, last = [], 0
     for m in pattern.finditer(code):
         out.append(text[last:m.start()])
-        out.append(f'static {text[m.start(1):m.end(1)]} {m.group(2)}[{text[m.start(3):m.end(3)]}];')
+        out.append(f'static {text[m.start(1):m.end(1)]} {m.group(2)}{text[m.start(3):m.end(3)]};')
         last = m.end()
         found.add('static __shared__')
     out.append(text[last:])
@@ -428,6 +427,8 @@ def main():
          ['static __shared__', '<<<>>>', '__global__']),
         (root / 'cuda/normalization.cu', args.out_dir / 'normalization.inc',
          ['static __shared__', 'extern __shared__', '<<<>>>', '__global__']),
+        (root / 'cuda/column_sums.cuh', args.out_dir / 'minigrad/cuda/column_sums.cuh',
+         ['static __shared__', '<<<>>>', '__global__']),
     ]
     try:
         results = []
@@ -438,8 +439,6 @@ def main():
     except RewriteError as e:
         print(f'rewrite.py: {e}', file=sys.stderr)
         return 1
-    # The column sums' kernel (blocks of 32 x 16 threads) is not emulated: a host stand-in.
-    results.append((args.out_dir / 'minigrad/cuda/column_sums.cuh', (HERE / 'column_sums_host.h').read_text()))
     for target, text in results:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)

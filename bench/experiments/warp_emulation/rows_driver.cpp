@@ -6,7 +6,7 @@
 // Built and run by ./run-rows, which see.
 //
 // The softmax_dropout cases cover each kernel (a warp a row, a block a row of 2 to 8 warps, whole powers of two
-// or not, the forward's rows staged in shared memory, the two-pass kernel; vectors of 8, 4 and 2 elements and the
+// or not, rows staged in shared memory, the two-pass kernel; vectors of 8, 4 and 2 elements and the
 // one-element kernel), the masks read in vectors and element by
 // element (a view whose rows start at odd offsets), causal rows (square and wide, where most
 // of a row's vectors are skipped), the scale folded into the exponent (positive) or not
@@ -93,14 +93,14 @@ const Case kCases[] = {
     {"block rows of 4096, p 0.3, scale 0.125", {1, 2, 4096}, 0.3, MaskKind::None, false, 0.125},
     {"block rows of 1536 (3 warps: a combine over a span of 4)", {2, 2, 1536}, 0.1, MaskKind::None, false, std::nullopt},
     {"block rows of 3072 (6 warps)", {1, 2, 3072}, 0.1, MaskKind::Additive, false, std::nullopt},
-    {"two-pass rows of 4104, p 0.1", {1, 2, 4104}, 0.1, MaskKind::None, false, std::nullopt},
+    {"rows of 4104 (past 4096, staged or two-pass), p 0.1", {1, 2, 4104}, 0.1, MaskKind::None, false, std::nullopt},
     {"one element a time, rows of 1001", {2, 2, 1001}, 0.1, MaskKind::Bool, true, std::nullopt},
     {"bool mask in vectors", {2, 3, 1024}, 0.1, MaskKind::Bool, false, std::nullopt},
     {"bool padding mask [2, 1, n], in vectors", {2, 3, 1024}, 0.2, MaskKind::BoolBroadcast, false, std::nullopt},
     {"bool mask, a view at odd offsets", {2, 3, 1024}, 0.1, MaskKind::BoolOddView, false, std::nullopt},
     {"padding of lengths n/2 + 3 and 0 (vectors hidden)", {2, 3, 1024}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
     {"padding of lengths n/2 + 3 and 0, warp rows", {2, 5, 256}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
-    {"padding of lengths n/2 + 3 and 0, two-pass", {2, 2, 8200}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
+    {"padding of lengths n/2 + 3 and 0, rows of 8200", {2, 2, 8200}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
     {"left padding from columns 5 and n - 3", {2, 3, 1024}, 0.1, MaskKind::BoolLeftPadding, false, std::nullopt},
     {"left padding from columns 5 and n - 3, warp rows", {2, 5, 256}, 0.1, MaskKind::BoolLeftPadding, false, 2.0},
     {"additive mask in vectors, scale 2", {2, 3, 512}, 0.1, MaskKind::Additive, false, 2.0},
@@ -108,11 +108,11 @@ const Case kCases[] = {
     {"causal square 64 x 64", {2, 64, 64}, 0.1, MaskKind::None, true, std::nullopt},
     {"causal square 128 x 128, negative scale", {1, 128, 128}, 0.1, MaskKind::None, true, -0.5},
     {"causal wide 6 x 2048 (block rows, most vectors skipped)", {1, 6, 2048}, 0.1, MaskKind::None, true, std::nullopt},
-    {"causal wide 5 x 8200 (two-pass)", {1, 5, 8200}, 0.1, MaskKind::None, true, std::nullopt},
+    {"causal wide 5 x 8200 (staged or two-pass)", {1, 5, 8200}, 0.1, MaskKind::None, true, std::nullopt},
     {"causal with a bool padding mask", {2, 40, 512}, 0.2, MaskKind::BoolBroadcast, true, std::nullopt},
     {"causal with padding of lengths n/2 + 3 and 0", {2, 40, 512}, 0.2, MaskKind::BoolLengths, true, std::nullopt},
     {"causal with an additive mask", {2, 40, 512}, 0.0, MaskKind::Additive, true, 0.25},
-    {"staged rows of 10240 (the forward), p 0.1", {1, 2, 10240}, 0.1, MaskKind::None, false, std::nullopt},
+    {"staged rows of 10240, p 0.1", {1, 2, 10240}, 0.1, MaskKind::None, false, std::nullopt},
     {"staged rows of 12000, padding n/2 + 3 and 0", {2, 1, 12000}, 0.1, MaskKind::BoolLengths, false, std::nullopt},
     {"staged rows of 9216, additive mask, scale -0.5", {1, 2, 9216}, 0.2, MaskKind::Additive, false, -0.5},
     {"staged causal wide 3 x 9000", {1, 3, 9000}, 0.1, MaskKind::None, true, std::nullopt},
@@ -211,11 +211,14 @@ void run_case(const Case& c, DType dtype) {
   const Tensor y = full(c.sizes, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
   const Tensor lse = full({lanes}, std::numeric_limits<double>::quiet_NaN(), TensorOptions(lse_dtype));
   const Tensor dx = full(c.sizes, std::numeric_limits<double>::quiet_NaN(), TensorOptions(dtype));
-  // The staged kernel copies x's rows by cp.async: all of x may be read.
-  emu::before_launch = [&x](const void*) { emu::add_readable(x.raw_data(), x.numel() * x.element_size()); };
+  // The staged kernels copy x's rows (and the backward's dy's) by cp.async: all of x and dy may be read.
+  emu::before_launch = [&x, &dy](const void*) {
+    emu::add_readable(x.raw_data(), x.numel() * x.element_size());
+    emu::add_readable(dy.raw_data(), dy.numel() * dy.element_size());
+  };
   cuda::emu_softmax_dropout_rows(x, rows, y, lse);
-  emu::before_launch = nullptr;
   cuda::emu_softmax_dropout_backward_rows(dy, x, lse, rows, dx);
+  emu::before_launch = nullptr;
 
   long nonfinite = 0;
   const double y_error = max_abs_difference(y, y_cpu, &nonfinite);
