@@ -592,15 +592,15 @@ __global__ void __launch_bounds__(kMaxRowThreads, kMinRowBlocks<T, kVec * kVecto
   }
 }
 
-// Long or unvectorizable rows: two passes over x and dy (the sum, then the write), P and the
-// mask computed again in each. kStaged (16-byte vectors only): the row's x and dy are copied
-// into shared memory first (their causally visible vectors), x's vectors then dy's, and the
-// two passes read them there instead of from memory and L2.
+// The backward of a row too long for registers, or not vectorizable, by a block: two passes
+// over x and dy (the sum, then the write), P and the mask computed again in each. kStaged
+// (16-byte vectors only): the row's x and dy are copied into shared memory first (their
+// causally visible vectors), x's vectors then dy's, and the two passes read them there instead
+// of from memory and L2.
 template <typename T, int kVec, bool kStaged>
-__global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ grad, const T* __restrict__ x,
-                                                       const compute_t<T>* __restrict__ log_sum_exp,
-                                                       T* __restrict__ grad_input, int64_t n,
-                                                       const RowOptions options) {
+__device__ __forceinline__ void backward_long_row(const T* __restrict__ grad, const T* __restrict__ x,
+                                                  const compute_t<T>* __restrict__ log_sum_exp,
+                                                  T* __restrict__ grad_input, int64_t n, const RowOptions& options) {
   using acc_t = compute_t<T>;
   using Vector = AlignedVector<T, kVec>;
   using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
@@ -666,6 +666,25 @@ __global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ gra
     }
     out[k] = result;
   }
+}
+
+// Long or unvectorizable rows, two passes over memory.
+template <typename T, int kVec>
+__global__ void softmax_dropout_backward_online_kernel(const T* __restrict__ grad, const T* __restrict__ x,
+                                                       const compute_t<T>* __restrict__ log_sum_exp,
+                                                       T* __restrict__ grad_input, int64_t n,
+                                                       const RowOptions options) {
+  backward_long_row<T, kVec, false>(grad, x, log_sum_exp, grad_input, n, options);
+}
+
+// Long rows staged in shared memory, held to 64 registers a thread so that two blocks fit an
+// SM (float16's took 68 unbounded, one block an SM: nothing to run while a block's copies land).
+template <typename T, int kVec>
+__global__ void __launch_bounds__(kOnlineThreads, 2)
+    softmax_dropout_backward_staged_kernel(const T* __restrict__ grad, const T* __restrict__ x,
+                                           const compute_t<T>* __restrict__ log_sum_exp, T* __restrict__ grad_input,
+                                           int64_t n, const RowOptions options) {
+  backward_long_row<T, kVec, true>(grad, x, log_sum_exp, grad_input, n, options);
 }
 
 // ---- launch ----
@@ -801,14 +820,14 @@ void softmax_dropout_backward_rows(const Tensor& grad, const Tensor& x, const Te
           if constexpr (kVec > 1) {
             const int64_t staged_bytes = 2 * shape.length * static_cast<int64_t>(sizeof(T));  // x and dy
             if (fits_staged_rows(staged_bytes, 2, op)) {
-              const auto kernel = softmax_dropout_backward_online_kernel<T, kVec, true>;
+              const auto kernel = softmax_dropout_backward_staged_kernel<T, kVec>;
               allow_shared_memory(kernel, static_cast<int>(staged_bytes), op);
               kernel<<<grid, block_threads, static_cast<size_t>(staged_bytes), stream>>>(g, in, lse, out, shape.length,
                                                                                           options);
               return;
             }
           }
-          softmax_dropout_backward_online_kernel<T, kVec, false>
+          softmax_dropout_backward_online_kernel<T, kVec>
               <<<grid, block_threads, 0, stream>>>(g, in, lse, out, shape.length, options);
         });
     MG_CUDA_CHECK_LAUNCH(op);
