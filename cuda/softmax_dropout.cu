@@ -18,10 +18,12 @@
 // registers, 4096 in the backward's (each input read once, each output written once). The
 // forward's longer rows are staged in shared memory where two blocks' rows fit an SM (bfloat16
 // rows of up to about 56000 elements on sm_90: read once, then three passes over shared
-// memory); the rest take two passes of a block over memory (online max and sum, then the
-// write), as the backward's longer rows do. Rows whose length or pointers do not allow 16-byte
-// vectors also take the two-pass kernel, one element at a time: that keeps the register
-// kernels to the vector width alone (attention rows are multiples of 8 elements).
+// memory), and so are the backward's x and dy (bfloat16 rows of up to about 28000: two passes
+// over shared memory); the rest take two passes of a block over memory (the forward's online
+// max and sum, then the write; the backward's sum, then the write). Rows whose length or
+// pointers do not allow 16-byte vectors also take the two-pass kernel, one element at a time:
+// that keeps the register kernels to the vector width alone (attention rows are multiples of 8
+// elements).
 //
 // The options are runtime values, not template parameters, so each dtype compiles one
 // kernel per row-length bucket whatever the options: the mask's kind (none, bool,
@@ -111,11 +113,19 @@ struct RowStart {
   // Whether the vector of kVec elements starting at column `col` has an element causality
   // leaves: the kernels neither load nor compute the others, which are all -inf logits.
   __device__ bool visible(int64_t col) const { return col < visible_end; }
+  // How many of a row's first `vectors` vectors of kVec elements are visible: the staged kernels
+  // copy only those.
+  template <int kVec>
+  __device__ int64_t visible_vectors(int64_t vectors) const {
+    const int64_t visible = visible_end == INT64_MAX ? vectors : (visible_end + kVec - 1) / kVec;
+    return visible < vectors ? visible : vectors;
+  }
 };
 
 // The factors of a logit l = (scale * x + mask) * unit, `unit` 1 for natural units, log2(e)
-// for base 2 (the register kernels hold logits in base 2, so that exp(v - m) is exp2 of the
-// scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural units). vector_logits multiplies x by x_factor, and the caller multiplies what it
+// for base 2 (the register and staged kernels hold logits in base 2, so that exp(v - m) is exp2
+// of the scaled difference, one instruction; kLn2 takes a base-2 log-sum-exp back to natural
+// units). vector_logits multiplies x by x_factor, and the caller multiplies what it
 // returns by exponent_factor inside the exponent's fused multiply-add, fma(v, factor, -shift):
 // when nothing is added to x (no additive mask) and scale * unit > 0, the whole factor moves
 // there (x_factor 1: the multiply is skipped), since a positive factor commutes with the max.
@@ -458,8 +468,7 @@ __global__ void __launch_bounds__(kOnlineThreads)
   const LogitUnits<acc_t> base2(options, kLog2e<acc_t>, true);
   const int64_t vectors = n / kVec;
   // Vectors causality masks out entirely are neither copied nor computed.
-  const int64_t visible_vectors = start.visible_end == INT64_MAX ? vectors : (start.visible_end + kVec - 1) / kVec;
-  const int64_t live = visible_vectors < vectors ? visible_vectors : vectors;
+  const int64_t live = start.visible_vectors<kVec>(vectors);
   stage_row_vectors(reinterpret_cast<const Word*>(x + row * n), reinterpret_cast<Word*>(staged_bytes), live,
                     threadIdx.x, blockDim.x);
   mma::wait_copies<0>();
@@ -616,8 +625,7 @@ __device__ __forceinline__ void backward_long_row(const T* __restrict__ grad, co
   const Word* staged_x = reinterpret_cast<const Word*>(staged_bytes);
   const Word* staged_dy = staged_x + vectors;
   if constexpr (kStaged) {
-    const int64_t visible_vectors = start.visible_end == INT64_MAX ? vectors : (start.visible_end + kVec - 1) / kVec;
-    const int64_t live = visible_vectors < vectors ? visible_vectors : vectors;
+    const int64_t live = start.visible_vectors<kVec>(vectors);
     Word* staged = reinterpret_cast<Word*>(staged_bytes);
     stage_row_vectors(reinterpret_cast<const Word*>(x_in), staged, live, threadIdx.x, blockDim.x);
     stage_row_vectors(reinterpret_cast<const Word*>(g_in), staged + vectors, live, threadIdx.x, blockDim.x);
@@ -780,7 +788,8 @@ void forward_rows(const Tensor& x, const SoftmaxDropoutRows& rows, const Tensor&
               return;
             }
           }
-          softmax_dropout_online_kernel<T, kVec><<<grid, block_threads, 0, stream>>>(in, out, lse, shape.length, options);
+          softmax_dropout_online_kernel<T, kVec>
+              <<<grid, block_threads, 0, stream>>>(in, out, lse, shape.length, options);
         });
     MG_CUDA_CHECK_LAUNCH(op);
   });
