@@ -46,9 +46,9 @@
 // that the grid ends on light blocks, not on a few heavy ones running alone.
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
-// 4 instantiations of each kernel. The tile shapes (ForwardShape, GradKvShape) are constants,
-// which only the experiments under bench/experiments/ vary. Everything else is a runtime
-// value, so the options do not multiply the build.
+// 4 instantiations of each kernel, the forward's twice (its two tile shapes, ForwardShape and
+// WideForwardShape; GradKvShape is one). Only the experiments under bench/experiments/ vary the
+// shapes further. Everything else is a runtime value, so the options do not multiply the build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -439,17 +439,30 @@ struct QueryBlock {
 
 // ---- forward ----
 
-// The forward's tile shape for head dim kD: each warp owns kTiles mma tiles of 16 query rows
+// The forward's tile shapes for head dim kD: each warp owns kTiles mma tiles of 16 query rows
 // (a block 64 * kTiles rows), and a step scores kKeys keys. More rows a warp means each K and
 // V fragment read from shared memory feeds more products; the price is registers (the warp's
-// O alone is kTiles * kD / 2 floats a lane). 1 x 64 is the best of 1 x 64, 1 x 128, 2 x 32
-// and 2 x 64 over the benchmarked shapes taken together; 2 x 64 wins only long non-causal
-// heads of dim 128 (bench/experiments/flash_forward_shapes.cu, docs/perf-notes.md).
+// O alone is kTiles * kD / 2 floats a lane) and blocks twice as large. Of 1 x 64, 1 x 128,
+// 2 x 32 and 2 x 64 (bench/experiments/flash_forward_shapes.cu, docs/perf-notes.md), 1 x 64 is
+// the best under is_causal at GPT-2's size (2 x 64 takes 30% longer there: its larger blocks
+// split the causal imbalance into larger pieces) and as good at long causal heads; 2 x 64
+// (WideForwardShape) is 3-5% faster on non-causal heads whose grid of 128-row blocks fills the
+// GPU several times over (kWideForwardWaves; flash_attention_forward chooses).
 template <int kD>
 struct ForwardShape {
   static constexpr int kTiles = 1;
   static constexpr int kKeys = 64;
 };
+template <int kD>
+struct WideForwardShape {
+  static constexpr int kTiles = 2;
+  static constexpr int kKeys = 64;
+};
+
+// Waves of WideForwardShape's blocks a non-causal forward needs to take it: the shapes were
+// measured at 7.8 waves (2048 blocks on an H100), not below; 4 leaves (4, 16, 1024, 128), 1.9
+// waves, to the narrow shape.
+constexpr int64_t kWideForwardWaves = 4;
 
 template <int kD, int kTiles, int kKeys>
 constexpr int forward_shared_bytes() {
@@ -978,9 +991,22 @@ void flash_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tenso
   with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
     using T = decltype(tag);
     constexpr int kD = decltype(dim)::value;
-    using Tiles = ForwardShape<kD>;
-    const int64_t blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows * Tiles::kTiles);
-    launch(attention_forward_kernel<T, kD>, blocks, forward_shared_bytes<kD, Tiles::kTiles, Tiles::kKeys>(), p, op);
+    auto launch_with = [&](auto tiles) {
+      using Tiles = decltype(tiles);
+      const auto kernel = attention_forward_kernel<T, kD, Tiles::kTiles, Tiles::kKeys>;
+      constexpr int kShared = forward_shared_bytes<kD, Tiles::kTiles, Tiles::kKeys>();
+      const int64_t blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows * Tiles::kTiles);
+      // The wide shape where its blocks fill the GPU at least kWideForwardWaves times (one
+      // occupancy query; only non-causal calls ask).
+      if constexpr (Tiles::kTiles > 1) {
+        allow_shared_memory(kernel, kShared, op);
+        if (blocks < kWideForwardWaves * blocks_per_wave(kernel, kThreads, op, kShared)) return false;
+      }
+      launch(kernel, blocks, kShared, p, op);
+      return true;
+    };
+    if (!spec.is_causal && launch_with(WideForwardShape<kD>{})) return;
+    launch_with(ForwardShape<kD>{});
   });
 }
 

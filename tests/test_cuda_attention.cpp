@@ -257,6 +257,33 @@ TEST_CASE("scaled_dot_product_attention: the flash kernels read strided views an
   }
 }
 
+TEST_CASE("scaled_dot_product_attention: the flash forward's two tile shapes give the same bits" *
+          doctest::skip(!cuda_is_available())) {
+  manual_seed(1311);
+  // A non-causal forward whose grid of 128-row blocks fills the GPU several times over takes the
+  // wide tile shape (two mma tiles of queries a warp); its first heads alone, a grid of a few
+  // blocks, take the narrow one (one tile a warp). The keys are visited in the same steps of 64
+  // either way, so each row's arithmetic is the same: the same bits, with a padding mask and
+  // dropout (batch 1: a score's dropout index does not depend on the head count).
+  for (const int64_t dim : {int64_t{64}, int64_t{128}}) {
+    CAPTURE(dim);
+    // 1280 blocks of 128 rows (the second of a head 72 rows long), above 4 waves of 2 blocks an SM
+    // on GPUs of up to 160 SMs; the first 4 heads alone make 8, too few for the wide shape.
+    const int64_t heads = 640, len = 200, few = 4;
+    const TensorOptions options = TensorOptions(kBFloat16).device(kGpu);
+    const Tensor q = randn({1, heads, len, dim}, options), k = randn({1, heads, len, dim}, options),
+                 v = randn({1, heads, len, dim}, options);
+    const Tensor mask = lt(arange(len).reshape({1, 1, 1, len}), len - 37).to(kGpu);
+    poison_gpu_cache(1 << 26);
+    Generator all_generator(3), few_generator(3);
+    const Tensor all = scaled_dot_product_attention(q, k, v, mask, 0.1, false, std::nullopt, false, &all_generator);
+    const Tensor first = scaled_dot_product_attention(q.narrow(1, 0, few), k.narrow(1, 0, few), v.narrow(1, 0, few),
+                                                      mask, 0.1, false, std::nullopt, false, &few_generator);
+    CHECK(!isnan(all).any().item<bool>());
+    CHECK(equal(all.narrow(1, 0, few), first));
+  }
+}
+
 namespace {
 
 // The allocator's peak, above what was allocated before, of forward + backward at one head
