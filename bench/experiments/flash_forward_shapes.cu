@@ -1,9 +1,10 @@
-// Experiment: the flash-attention forward kernel (cuda/flash_attention.cu) at other tile
-// shapes than the library's (ForwardShape: mma tiles of 16 query rows a warp, keys a step),
-// timed side by side in one run in bfloat16, each checked against the library's shape on the
-// same inputs (O within bf16 rounding, the log-sum-exp within 1e-4). Not part of the build:
-// the measurement behind ForwardShape's choice in docs/perf-notes.md. The kernels are the
-// library's own, included from the source; only their template arguments differ.
+// Experiment: the flash-attention forward kernel (cuda/flash_attention.cu) at four tile shapes
+// (mma tiles of 16 query rows a warp, keys a step), timed side by side in one run in bfloat16,
+// each checked against the library's narrow shape (ForwardShape) on the same inputs (O within
+// bf16 rounding, the log-sum-exp within 1e-4). Not part of the build: the measurement behind
+// ForwardShape and WideForwardShape, and when the library takes which, in docs/perf-notes.md.
+// The kernels are the library's own, included from the source; only their template arguments
+// differ.
 //
 // Build (after a CUDA build in build-gpu; about a minute):
 //   nvcc -std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -I build-gpu/include \
