@@ -19,12 +19,9 @@
 //    dxhat in registers from the row's two sums to the writing of dx (x and grad read
 //    once), and a thread sums dz * xhat and dz for its columns over its block's rows in
 //    registers too; its columns of weight and bias are staged once, in compute_t<T>, in
-//    shared memory (StagedAffine), not read again at every row. Longer rows of 16-byte vectors
-//    whose x and grad fit shared memory twice an SM (bfloat16 rows of up to about 28000
-//    elements on sm_90) are staged there for dx, read from memory once; the others (and rows
-//    that rule out 16-byte vectors) read the row again for dx (from L2). For all of these a
-//    second kernel reads x and grad once more for the partials, by columns
-//    (affine_gradient_columns_kernel).
+//    shared memory (StagedAffine), not read again at every row. Longer rows (and rows that
+//    rule out 16-byte vectors) read the row again for dx (from L2), and a second kernel reads
+//    x and grad once more for the partials, by columns (affine_gradient_columns_kernel).
 //  - the partials, [blocks, n], are summed over the blocks in a fixed order
 //    (cuda/column_sums.cuh): dweight and dbias have the same bits on every run (no atomics).
 #include <algorithm>
@@ -523,58 +520,6 @@ __global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_ke
   }
 }
 
-// dx of rows the register path does not hold, staged in shared memory (16-byte vectors, where
-// two blocks' rows fit an SM): each block's rows blockIdx.x, blockIdx.x + gridDim.x, ..., each
-// copied by cp.async at once (x's vectors, then grad's), then two passes over the copy (the
-// row's two sums, then dx), where the loop kernel (kVectorsPerThread 0 above) reads x and grad
-// from memory at each pass, a vector a thread at a time. Each thread copies and reads only its
-// own vectors, so the copies need no barrier. The dweight and dbias partials of these rows come
-// from affine_gradient_columns_kernel, as the loop kernel's do.
-template <typename T, NormKind kKind, Epilogue kEpilogue, int kVec>
-__global__ void __launch_bounds__(kBackwardMaxThreads) normalization_backward_staged_rows_kernel(BackwardArgs<T> a) {
-  using acc_t = compute_t<T>;
-  using Vector = AlignedVector<T, kVec>;
-  using Word = typename VectorWord<static_cast<int>(sizeof(Vector))>::type;
-  __shared__ RowSums<acc_t> sum_partials[kWarpSize];
-  extern __shared__ __align__(16) unsigned char staged_bytes[];
-  const int64_t vectors = a.n / kVec;
-  Word* const staged_x = reinterpret_cast<Word*>(staged_bytes);
-  Word* const staged_grad = staged_x + vectors;
-  auto gradient = [&](int64_t k, acc_t mean, acc_t rstd) {
-    return GradientVector<T, kKind, kEpilogue, kVec>(vector_from_bits<T, kVec>(staged_grad[k]),
-                                                      vector_from_bits<T, kVec>(staged_x[k]),
-                                                      AffineVector<T, kEpilogue, kVec>(a, k), mean, rstd);
-  };
-  for (int64_t row = blockIdx.x; row < a.rows; row += gridDim.x) {
-    stage_row_vectors(reinterpret_cast<const Word*>(a.x + row * a.n), staged_x, vectors, threadIdx.x, blockDim.x);
-    stage_row_vectors(reinterpret_cast<const Word*>(a.grad + row * a.n), staged_grad, vectors, threadIdx.x,
-                      blockDim.x);
-    const acc_t mean = a.mean ? a.mean[row] : acc_t(0);
-    const acc_t rstd = a.rstd[row];
-    mma::wait_copies<0>();
-    RowSums<acc_t> sums{0, 0};
-    for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-      const GradientVector<T, kKind, kEpilogue, kVec> v = gradient(k, mean, rstd);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        sums.dxhat += v.dxhat[e];
-        sums.dxhat_xhat += v.dxhat[e] * v.xhat[e];
-      }
-    }
-    sums = block_allreduce(sums, PlusRowSums{}, RowSums<acc_t>{0, 0}, sum_partials);
-    const normalization::InputGradient<kKind, acc_t> dx(rstd, sums.dxhat, sums.dxhat_xhat, static_cast<acc_t>(a.n));
-    Vector* out = reinterpret_cast<Vector*>(a.grad_input + row * a.n);
-    for (int64_t k = threadIdx.x; k < vectors; k += blockDim.x) {
-      const GradientVector<T, kKind, kEpilogue, kVec> v = gradient(k, mean, rstd);
-      Vector result;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) result.values[e] = convert_element<T>(dx(v.dxhat[e], v.xhat[e]));
-      out[k] = result;
-    }
-    __syncthreads();  // the next row's combine reuses the shared partials
-  }
-}
-
 // The dweight and dbias partials of rows the register path does not hold: thread t of
 // block (x, y) owns vector k = x * blockDim.x + t of the columns and sums dz * xhat and dz
 // over the rows of chunk y, in order, into partials row y. It reads x and grad a second
@@ -678,30 +623,15 @@ void backward_rows(const char* op, const Tensor& grad, const Tensor& x, const Te
           if (affine) allocate_partials(grid);
           kernel<<<static_cast<unsigned int>(grid), threads, shared_bytes, stream>>>(args);
         };
-        // Rows the registers do not hold: dx by the staged kernel where two blocks' rows of x
-        // and grad fit an SM, else by the loop kernel; then the partials by columns, about 4
-        // blocks an SM in all (256 threads, a vector of columns each).
+        // Rows the registers do not hold: dx by the loop kernel, then the partials by columns,
+        // about 4 blocks an SM in all (256 threads, a vector of columns each).
         auto launch_loop = [&] {
           if (args.grad_input) {
+            const auto kernel = normalization_backward_kernel<T, kKind, kEpilogue, kVec, 0>;
             const int threads = block_threads_for(vectors, kBackwardMaxThreads);
             BackwardArgs<T> dx_only = args;
             dx_only.weight_partials = dx_only.bias_partials = nullptr;
-            const int64_t staged_rows_bytes = 2 * rows.length * static_cast<int64_t>(sizeof(T));  // x and grad
-            bool staged = false;
-            if constexpr (kVec > 1 && sizeof(T) <= 4) {  // a double row that gets here is too long to fit twice
-              if (fits_staged_rows(staged_rows_bytes, 2, op)) {
-                const auto kernel = normalization_backward_staged_rows_kernel<T, kKind, kEpilogue, kVec>;
-                const int shared_bytes = static_cast<int>(staged_rows_bytes);
-                allow_shared_memory(kernel, shared_bytes, op);
-                kernel<<<static_cast<unsigned int>(grid_for(kernel, threads, shared_bytes)), threads, shared_bytes,
-                         stream>>>(dx_only);
-                staged = true;
-              }
-            }
-            if (!staged) {
-              const auto kernel = normalization_backward_kernel<T, kKind, kEpilogue, kVec, 0>;
-              kernel<<<static_cast<unsigned int>(grid_for(kernel, threads, 0)), threads, 0, stream>>>(dx_only);
-            }
+            kernel<<<static_cast<unsigned int>(grid_for(kernel, threads, 0)), threads, 0, stream>>>(dx_only);
           }
           if (!affine) return;
           constexpr int kColumnThreads = 256;
