@@ -446,8 +446,8 @@ struct QueryBlock {
 // 2 x 32 and 2 x 64 (bench/experiments/flash_forward_shapes.cu, docs/perf-notes.md), 1 x 64 is
 // the best under is_causal at GPT-2's size (2 x 64 takes 30% longer there: its larger blocks
 // split the causal imbalance into larger pieces) and as good at long causal heads; 2 x 64
-// (WideForwardShape) is 3-5% faster on non-causal heads whose grid of 128-row blocks fills the
-// GPU several times over (kWideForwardWaves; flash_attention_forward chooses).
+// (WideForwardShape) is about 6% faster on non-causal heads whose grid of 128-row blocks fills
+// the GPU several times over (kWideForwardWaves; flash_attention_forward chooses).
 template <int kD>
 struct ForwardShape {
   static constexpr int kTiles = 1;

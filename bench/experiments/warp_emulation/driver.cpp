@@ -148,7 +148,7 @@ const std::vector<Case> kCases = {
     {"gqa_causal_padding_dropout_sk8", 2, 4, 2,   77, 136,  64, true,  Mask::PaddingBool,     0.2},
     {"dropout_d128_sk8",               1, 2, 1,   50, 200, 128, false, Mask::None,            0.5},
     // Non-causal with 16 blocks of 128 query rows, 8 of emu.h's waves (2 SMs, a block each): the
-    // forward's wide tile shape (WideForwardShape), its last block one row long
+    // forward's wide tile shape (WideForwardShape), with a last block of 1 row and of 72
     {"wide_gqa_padding_dropout",       2, 4, 2,  129, 150,  64, false, Mask::PaddingBool,     0.2},
     {"wide_bool2d_d128",               2, 4, 1,  200, 131, 128, false, Mask::Bool2d,          0.1},
 };
