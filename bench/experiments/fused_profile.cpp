@@ -8,6 +8,7 @@
 //     -lcublasLt -lcublas -lcudart -lpthread -o build-gpu/fused_profile
 //   ncu -k regex:'normalization|softmax_dropout|cross_entropy' --launch-skip 6 --launch-count 6 \
 //     --section SpeedOfLight --section Occupancy --section WarpStateStats build-gpu/fused_profile
+//   (the long rows' backward: -k regex:'normalization_backward|affine_gradient|sum_partials')
 //
 // Each op runs `repeats` times (argument 1, default 3): the first runs warm the caching
 // allocator, so a later launch is profiled as the benchmark times it.
@@ -32,6 +33,16 @@ int main(int argc, char** argv) {
     for (int i = 0; i < repeats; ++i) layer_norm_gelu(x, {hidden}, weight, bias).backward(grad);
     // layer_norm alone: the same kernels without the GELU epilogue, for the difference.
     for (int i = 0; i < repeats; ++i) layer_norm(x, {hidden}, weight, bias).backward(grad);
+  }
+  // The sweep's long rows (64 Mi elements), past the backward's register path: its loop kernel
+  // for dx, the partials by columns and their column sums.
+  for (const int64_t hidden : {int64_t{16384}, int64_t{32768}}) {
+    const int64_t rows = (int64_t{1} << 26) / hidden;
+    const Tensor x = randn({rows, hidden}, bf16).requires_grad_();
+    const Tensor weight = randn({hidden}, bf16).requires_grad_();
+    const Tensor bias = randn({hidden}, bf16).requires_grad_();
+    const Tensor grad = randn({rows, hidden}, bf16);
+    for (int i = 0; i < repeats; ++i) layer_norm_gelu(x, {hidden}, weight, bias).backward(grad);
   }
   {
     // cross_entropy over a GPT-2 vocabulary: forward alone, then forward (which writes the
