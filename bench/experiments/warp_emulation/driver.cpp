@@ -260,6 +260,14 @@ void run_case(const Case& cs, DType dtype) {
           dv = guarded({cs.B, cs.Hk, cs.Sk, cs.D}, dtype);
   try {
     cuda::flash_attention_forward(q, k, v, spec, out.view, lse.view);
+    // The "wide_" cases are there for the forward's wide tile shape: that it ran (the kernel's
+    // signature names its template arguments) and not, after a change to the choice or to emu.h's
+    // occupancy, the narrow one.
+    const bool wide_ran = emu::kernel_name.find("kTiles = 2") != std::string::npos;
+    if (std::string(cs.name).rfind("wide_", 0) == 0 && !wide_ran) {
+      ++failures;
+      printf("    FAIL: the forward ran %s, not the wide tile shape\n", emu::kernel_name.c_str());
+    }
     cuda::flash_attention_backward(grad_out, q, k, v, out.view, lse.view, spec, dq.view, dk.view, dv.view);
   } catch (const std::exception& e) {
     ++failures;
