@@ -997,8 +997,10 @@ void flash_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tenso
       constexpr int kShared = forward_shared_bytes<kD, Tiles::kTiles, Tiles::kKeys>();
       const int64_t blocks = q.size(0) * q.size(1) * ceil_div(p.q_len, kBlockRows * Tiles::kTiles);
       // The wide shape where its blocks fill the GPU at least kWideForwardWaves times (one
-      // occupancy query; only non-causal calls ask).
+      // occupancy query; only non-causal calls ask). A wave is at least a block an SM, so a grid
+      // below kWideForwardWaves blocks an SM (decoding, short sequences) is answered without it.
       if constexpr (Tiles::kTiles > 1) {
+        if (blocks < kWideForwardWaves * multiprocessor_count(op)) return false;
         allow_shared_memory(kernel, kShared, op);
         if (blocks < kWideForwardWaves * blocks_per_wave(kernel, kThreads, op, kShared)) return false;
       }
