@@ -25,10 +25,11 @@ namespace {
 constexpr uint64_t kSeed = 0xd20d;
 
 // Warp rows up to 1024 elements (32 and 1000 leave lanes or vector slots empty), block rows
-// up to 4096 (the forward's up to 8192 in the half types); the forward's longer rows staged in
-// shared memory where they fit (all but 20000 in float64), the two-pass kernel otherwise and in
-// the backward; 1, 7, 1025 and 8193 are not multiples of any vector width (the two-pass kernel
-// one element at a time).
+// up to 4096 (the forward's up to 8192 in the half types); longer rows staged in shared memory
+// where two blocks' rows fit an SM (on sm_90, the forward's x: all but 20000 in float64; the
+// backward's x and dy: 8192 in every dtype but float64, 20000 in the half types), the two-pass
+// kernel otherwise; 1, 7, 1025 and 8193 are not multiples of any vector width (the two-pass
+// kernel one element at a time).
 const std::vector<int64_t> kRowLengths = {1, 7, 32, 1000, 1024, 1025, 8192, 8193, 20000};
 
 // Fills freed GPU blocks with NaN, so outputs allocated next start as NaN where the caching
