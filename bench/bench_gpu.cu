@@ -547,18 +547,25 @@ void attention_rows(std::vector<Row>& rows, const Ceilings& ceilings, Device gpu
     const std::string op = std::string("scaled_dot_product_attention") + (c.is_causal ? "_causal" : "") +
                            (c.dropout > 0 ? "_dropout" : "");
     using Attention = std::function<Tensor(const tensor_list&)>;
-    auto pass_rows = [&](const char* impl, const Attention& f) {
-      rows.push_back(gemm_row(op, impl, shape, "fwd", flops, ceilings, [&] { f({q, k, v}); }));
+    auto full_row = [&](const std::string& name, const char* impl, const Attention& f) {
       tensor_list leaves = {q.detach().requires_grad_(), k.detach().requires_grad_(), v.detach().requires_grad_()};
-      rows.push_back(gemm_row(op, impl, shape, "full", 3.5 * flops, ceilings, [&] {
+      rows.push_back(gemm_row(name, impl, shape, "full", 3.5 * flops, ceilings, [&] {
         for (Tensor& leaf : leaves) leaf.mutable_grad() = Tensor();
         f(leaves).backward(dy);
       }));
+    };
+    auto pass_rows = [&](const char* impl, const Attention& f) {
+      rows.push_back(gemm_row(op, impl, shape, "fwd", flops, ceilings, [&] { f({q, k, v}); }));
+      full_row(op, impl, f);
     };
     const Attention flash = [&](const tensor_list& t) {
       return scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, c.dropout, c.is_causal);
     };
     pass_rows("minigrad", flash);
+    {  // the backward's deterministic form (dQ by a second pass, no atomics), op suffix _deterministic
+      const DeterministicAlgorithmsGuard deterministic;
+      full_row(op + "_deterministic", "minigrad", flash);
+    }
     if (c.with_twin)
       pass_rows("minigrad_composite", [&](const tensor_list& t) {
         return composite::scaled_dot_product_attention(t[0], t[1], t[2], std::nullopt, 0.0, c.is_causal);

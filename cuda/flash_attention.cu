@@ -58,6 +58,7 @@
 #include <type_traits>
 #include <utility>
 
+#include <minigrad/core/determinism.h>
 #include <minigrad/core/shape.h>
 #include <minigrad/cuda/convert.cuh>
 #include <minigrad/cuda/flash_attention.h>
@@ -95,6 +96,7 @@ struct Params {
   const uint16_t* saved_out;   // backward: O, contiguous
   float* log_sum_exp;          // [B, Hq, Sq], natural log (+inf: every key masked out)
   float* delta;                // [B, Hq, Sq]: dO_i . O_i
+  float* grad_q_sum;           // the one-pass backward's dQ in float32, [B, Hq, Sq, D]; else null
   uint16_t *grad_q, *grad_k, *grad_v;  // contiguous, the shapes of q, k, v
   int batch, q_heads, group, q_len, k_len, head_dim;
   int query_heads_per_group, kv_heads_per_group;  // the block order's head groups (block_order)
@@ -610,7 +612,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
 
 // ---- backward ----
 
-// D_i = dO_i . O_i in float32, a warp per row; dO and O contiguous.
+// D_i = dO_i . O_i in float32, a warp per row; dO and O contiguous. For the one-pass backward
+// it also clears the row's float32 dQ, into which grad_kvq adds.
 template <typename T>
 __global__ void __launch_bounds__(kThreads) attention_delta_kernel(const Params p) {
   const int64_t rows = static_cast<int64_t>(p.batch) * p.q_heads * p.q_len;
@@ -623,6 +626,8 @@ __global__ void __launch_bounds__(kThreads) attention_delta_kernel(const Params 
   for (int d = threadIdx.x % 32; d < dim; d += 32) sum += to_float<T>(grad[d]) * to_float<T>(out[d]);
   for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
   if (threadIdx.x % 32 == 0) p.delta[row] = sum;
+  if (p.grad_q_sum != nullptr)
+    for (int d = threadIdx.x % 32; d < dim; d += 32) p.grad_q_sum[row * dim + d] = 0.0f;
 }
 
 // grad_kv's block for head dim kD: kWarps warps, each owning 16 keys (the block kWarps * 16).
@@ -829,6 +834,256 @@ __global__ void __launch_bounds__(kThreads) attention_grad_q_kernel(const Params
   }
 }
 
+// ---- the one-pass backward: FlashAttention-2's, dQ by atomic adds ----
+//
+// grad_kv's work and dQ's in one kernel: 5 products where the two passes make 7. A block owns
+// kKeys keys and walks kQueries queries a step; each step adds the step's share of dQ, dS K
+// over the block's keys, into a float32 buffer by atomic adds (the delta pass clears it; a
+// conversion to T follows). The adds' order varies from run to run, so dQ's last bits do:
+// the library runs this form unless use_deterministic_algorithms is on.
+//
+// The two-pass kernels keep every product's output in the registers of the warp that made it.
+// Here the block's 8 warps split each product two ways over a tile larger than one warp's
+// rows, so that each fragment read from shared memory feeds more products; the price is that
+// P and dS pass through shared memory between the products:
+//   S^T, dP^T [kKeys x kQueries]   warp w: keys 32 (w % 4) .., queries 32 (w / 4) ..
+//     (then P^T and dS^T, as T, into shared memory)
+//   dV, dK    [kKeys x kD]         warp w: keys 32 (w % 4) .., columns kD / 2 (w / 4) ..
+//   dQ share  [kQueries x kD]      warp w: queries 32 (w % 2) .., columns kD / 4 (w / 2) ..
+template <int kD>
+struct OnePassShape {
+  static constexpr int kWarps = 8;
+  static constexpr int kKeys = 128;
+  static constexpr int kQueries = 64;
+  static constexpr int kWarpTiles = 2;  // the mma tiles of 16 rows each warp's part of a product spans
+};
+
+template <int kD>
+constexpr int one_pass_shared_bytes() {
+  using S = OnePassShape<kD>;
+  // K and V; two stages of Q, dO and the queries' L and D; P^T and dS^T.
+  return (2 * S::kKeys * kD + 2 * (2 * S::kQueries * kD + 2 * S::kQueries * 2) + 2 * S::kKeys * S::kQueries) * 2;
+}
+
+// c += A B over kK, for a warp's kTiles mma tiles of rows and kN columns: load_a(t, k0, a)
+// gives tile t's A fragment at k0, load_b(k0, n0, b0, b1) the B fragments of columns n0 ..
+// n0 + 15. Each B fragment feeds kTiles products.
+template <typename T, int kTiles, int kN, int kK, typename LoadA, typename LoadB>
+__device__ void warp_product(LoadA&& load_a, LoadB&& load_b, float (&c)[kTiles][kN / 8][4]) {
+#pragma unroll
+  for (int k0 = 0; k0 < kK; k0 += 16) {
+    mma::FragA a[kTiles];
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) load_a(t, k0, a[t]);
+#pragma unroll
+    for (int n0 = 0; n0 < kN; n0 += 16) {
+      mma::FragB b0, b1;
+      load_b(k0, n0, b0, b1);
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        mma::mma_16x8x16<T>(c[t][n0 / 8], a[t], b0);
+        mma::mma_16x8x16<T>(c[t][n0 / 8 + 1], a[t], b1);
+      }
+    }
+  }
+}
+
+// A warp's C tile c (16 rows from row0, kN columns from col0) as T into a swizzled tile of
+// kCols columns: each lane's two neighbouring columns as one 32-bit store.
+template <typename T, int kCols, int kN>
+__device__ void store_c_tile(const float (&c)[kN / 8][4], uint16_t* tile, int row0, int col0) {
+#pragma unroll
+  for (int nb = 0; nb < kN / 8; ++nb)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      *reinterpret_cast<uint32_t*>(tile + mma::swizzled<kCols>(row0 + c_row(2 * half), col0 + c_col(nb, 0))) =
+          mma::pack<T>(c[nb][2 * half], c[nb][2 * half + 1]);
+}
+
+// at[0] += first, at[1] += second (at 8-byte aligned), atomically: on sm_90 one instruction
+// (red.global.add.v2.f32), and a warp's adds fill the 32-byte sectors they touch.
+__device__ __forceinline__ void atomic_add_pair(float* at, float first, float second) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  atomicAdd(reinterpret_cast<float2*>(at), make_float2(first, second));
+#else
+  atomicAdd(at, first);
+  atomicAdd(at + 1, second);
+#endif
+}
+
+template <typename T, int kD>
+__global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_grad_kvq_kernel(const Params p) {
+  using Shape = OnePassShape<kD>;
+  constexpr int kKeys = Shape::kKeys, kQueries = Shape::kQueries, kTiles = Shape::kWarpTiles;
+  constexpr int kBlockThreads = Shape::kWarps * 32;
+  constexpr int kWarpRows2 = kTiles * kWarpRows;  // 32: the rows of a warp's part
+  static_assert(kKeys == 4 * kWarpRows2 && kQueries == 2 * kWarpRows2 && Shape::kWarps == 8,
+                "the warps split the scores 4 x 2, dK and dV 4 x 2, dQ 2 x 4");
+  static_assert(kWarpRows2 == kQueriesPerStep, "keep_bits_key_rows covers a warp's 32 queries");
+  extern __shared__ __align__(128) uint16_t shared[];
+  uint16_t* const k_tile = shared;
+  uint16_t* const v_tile = shared + kKeys * kD;
+  constexpr int kStageElements = 2 * kQueries * kD + 2 * kQueries * 2;  // in 16-bit units
+  auto stage = [&](int step) { return shared + 2 * kKeys * kD + step % 2 * kStageElements; };
+  uint16_t* const p_tile = shared + 2 * kKeys * kD + 2 * kStageElements;  // P^T [kKeys x kQueries]
+  uint16_t* const ds_tile = p_tile + kKeys * kQueries;                   // dS^T, likewise
+
+  const int kv_heads = p.kv_heads();
+  const int key_tiles = ceil_div(p.k_len, kKeys);
+  const BlockOrder order = block_order(p.batch * kv_heads, key_tiles, p.kv_heads_per_group);
+  const int bkh = order.head, b = bkh / kv_heads, kh = bkh % kv_heads;
+  const int j0 = order.rank * kKeys;
+  const int warp = threadIdx.x / 32;
+  const int key_row0 = warp % 4 * kWarpRows2;    // scores, dK and dV: the warp's keys in the block
+  const int query_col0 = warp / 4 * kWarpRows2;  // scores: the warp's queries in the step
+  const int kv_col0 = warp / 4 * (kD / 2);       // dK and dV: the warp's columns
+  const int dq_row0 = warp % 2 * kWarpRows2;     // dQ: the warp's queries in the step
+  const int dq_col0 = warp / 2 * (kD / 4);       // dQ: the warp's columns
+  const int first_query_tile = p.is_causal ? j0 / kQueries : 0;
+  const int query_tiles = max(0, ceil_div(p.q_len, kQueries) - first_query_tile);
+  const int steps = p.group * query_tiles;
+  struct QueryTile {
+    int h, q0;
+  };
+  const int q_first = first_query_tile * kQueries, q_end = q_first + query_tiles * kQueries;
+  auto next_tile = [&](QueryTile t) {
+    t.q0 += kQueries;
+    if (t.q0 == q_end) t.q0 = q_first, ++t.h;
+    return t;
+  };
+  auto load_queries = [&](int step, QueryTile tile) {
+    const int h = tile.h, q0 = tile.q0;
+    uint16_t* queries = stage(step);
+    load_rows_async<kD, kQueries, kBlockThreads>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
+    load_rows_async<kD, kQueries, kBlockThreads>(queries + kQueries * kD, p.grad_out.head(b, h),
+                                                 p.grad_out.row_stride, q0, p.q_len);
+    float* lse = reinterpret_cast<float*>(queries + 2 * kQueries * kD);
+    if (threadIdx.x < 2 * kQueries) {
+      const int i = q0 + threadIdx.x % kQueries;
+      const int64_t row = p.query_row(b * p.q_heads + h, i < p.q_len ? i : 0);
+      mma::copy_word_async(lse + threadIdx.x, (threadIdx.x < kQueries ? p.log_sum_exp : p.delta) + row, i < p.q_len);
+    }
+  };
+
+  load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
+  load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
+  QueryTile tile{kh * p.group, q_first};
+  if (steps > 0) load_queries(0, tile);
+  mma::commit_copies();
+
+  float dk[kTiles][kD / 2 / 8][4] = {}, dv[kTiles][kD / 2 / 8][4] = {};
+  for (int step = 0; step < steps; ++step, tile = next_tile(tile)) {
+    if (step + 1 < steps) load_queries(step + 1, next_tile(tile));
+    mma::commit_copies();
+    mma::wait_copies<1>();
+    __syncthreads();
+    const int h = tile.h, q0 = tile.q0;
+    const uint16_t* queries = stage(step);
+    const uint16_t* grads = queries + kQueries * kD;
+    const float* lse = reinterpret_cast<const float*>(queries + 2 * kQueries * kD);
+    const float* delta = lse + kQueries;
+
+    {
+      // S^T = K Q^T and dP^T = V dO^T for the warp's 32 keys and 32 queries.
+      float s[kTiles][kQueriesPerStep / 8][4] = {}, dp[kTiles][kQueriesPerStep / 8][4] = {};
+      warp_product<T, kTiles, kQueriesPerStep, kD>(
+          [&](int t, int k0, mma::FragA& a) { mma::load_a<kD>(k_tile, key_row0 + t * kWarpRows, k0, a); },
+          [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) {
+            mma::load_b_from_rows<kD>(queries, query_col0 + n0, k0, b0, b1);
+          },
+          s);
+      warp_product<T, kTiles, kQueriesPerStep, kD>(
+          [&](int t, int k0, mma::FragA& a) { mma::load_a<kD>(v_tile, key_row0 + t * kWarpRows, k0, a); },
+          [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) {
+            mma::load_b_from_rows<kD>(grads, query_col0 + n0, k0, b0, b1);
+          },
+          dp);
+      const bool masking = tile_needs_masking(p, q0 + query_col0, kWarpRows2, j0 + key_row0, kWarpRows2);
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        const int key0 = j0 + key_row0 + t * kWarpRows, query0 = q0 + query_col0;
+        to_scores<T, true, kQueriesPerStep>(p, masking, b, h, key0, query0, s[t]);
+        // P^T and dS^T as grad_kv forms them (the same three dropout forms).
+        with_key_rows_dropout(p, [&](auto form) {
+          constexpr KeyRowsDropout kForm = decltype(form)::value;
+          [[maybe_unused]] uint32_t kept[kQueriesPerStep / 8];
+          if constexpr (kForm == KeyRowsDropout::SharedGroups) keep_bits_key_rows(p, b, h, key0, query0, kept);
+#pragma unroll
+          for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int c = query_col0 + c_col(nb, e);
+              const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[t][nb][e]));
+              float keep = 1.0f;
+              if constexpr (kForm == KeyRowsDropout::SharedGroups) {
+                keep = p.keep_factor(kept[nb], e);
+              } else if constexpr (kForm == KeyRowsDropout::PerScore) {
+                keep = p.keep_factor(p.dropout.keep(p.score_index(b, h, q0 + c, key0 + c_row(e))));
+              }
+              s[t][nb][e] = prob * keep;
+              dp[t][nb][e] = prob * (keep * dp[t][nb][e] - delta[c]) * p.scale;
+            }
+        });
+        store_c_tile<T, kQueries, kQueriesPerStep>(s[t], p_tile, key_row0 + t * kWarpRows, query_col0);
+        store_c_tile<T, kQueries, kQueriesPerStep>(dp[t], ds_tile, key_row0 + t * kWarpRows, query_col0);
+      }
+    }
+    __syncthreads();  // P^T and dS^T of every warp in shared memory
+
+    // dV += (Z P)^T dO and dK += scale dS^T Q for the warp's 32 keys and kD / 2 columns.
+    warp_product<T, kTiles, kD / 2, kQueries>(
+        [&](int t, int k0, mma::FragA& a) { mma::load_a<kQueries>(p_tile, key_row0 + t * kWarpRows, k0, a); },
+        [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) {
+          mma::load_b_from_columns<kD>(grads, k0, kv_col0 + n0, b0, b1);
+        },
+        dv);
+    warp_product<T, kTiles, kD / 2, kQueries>(
+        [&](int t, int k0, mma::FragA& a) { mma::load_a<kQueries>(ds_tile, key_row0 + t * kWarpRows, k0, a); },
+        [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) {
+          mma::load_b_from_columns<kD>(queries, k0, kv_col0 + n0, b0, b1);
+        },
+        dk);
+
+    // The step's share of dQ, scale dS K over the block's keys, for the warp's 32 queries and
+    // kD / 4 columns, added into grad_q_sum.
+    {
+      float dq[kTiles][kD / 4 / 8][4] = {};
+      warp_product<T, kTiles, kD / 4, kKeys>(
+          [&](int t, int k0, mma::FragA& a) {
+            mma::load_a_from_columns<kQueries>(ds_tile, k0, dq_row0 + t * kWarpRows, a);
+          },
+          [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) {
+            mma::load_b_from_columns<kD>(k_tile, k0, dq_col0 + n0, b0, b1);
+          },
+          dq);
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int i = q0 + dq_row0 + t * kWarpRows + c_row(2 * half);
+          if (i >= p.q_len) continue;
+          float* row = p.grad_q_sum + p.query_row(b * p.q_heads + h, i) * kD + dq_col0;
+#pragma unroll
+          for (int nb = 0; nb < kD / 4 / 8; ++nb)
+            atomic_add_pair(row + c_col(nb, 0), dq[t][nb][2 * half], dq[t][nb][2 * half + 1]);
+        }
+    }
+    __syncthreads();  // every warp is done with this stage, P^T and dS^T
+  }
+  mma::wait_copies<0>();
+
+#pragma unroll
+  for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int j = j0 + key_row0 + t * kWarpRows + c_row(2 * half);
+      if (j >= p.k_len) continue;
+      const int64_t row = static_cast<int64_t>(b * kv_heads + kh) * p.k_len + j;
+      store_row<T, kD / 2>(dk[t], half, 1.0f, p.grad_k + row * kD + kv_col0);
+      store_row<T, kD / 2>(dv[t], half, 1.0f, p.grad_v + row * kD + kv_col0);
+    }
+}
+
 // ---- host ----
 
 template <typename Kernel>
@@ -841,16 +1096,21 @@ void launch(Kernel kernel, int64_t blocks, int shared_bytes, const Params& p, co
   MG_CUDA_CHECK_LAUNCH(op);
 }
 
-// The backward's kernels, after p is filled in: delta, grad_kv (blocks of kKeyWarps warps),
-// grad_q.
+// The backward's kernels, after p is filled in: delta, then grad_kv (blocks of kKeyWarps
+// warps) and grad_q, or with p.grad_q_sum set the one pass, grad_kvq.
 template <typename T, int kD, int kKeyWarps>
 void launch_backward(const Params& p, const char* op) {
-  constexpr int kKeys = kKeyWarps * kWarpRows;
   const int64_t query_rows = static_cast<int64_t>(p.batch) * p.q_heads * p.q_len;
-  const int64_t query_blocks = static_cast<int64_t>(p.batch) * p.q_heads * ceil_div(p.q_len, kBlockRows);
-  const int64_t key_blocks = static_cast<int64_t>(p.batch) * p.kv_heads() * ceil_div(p.k_len, kKeys);
+  auto key_blocks = [&](int keys) { return static_cast<int64_t>(p.batch) * p.kv_heads() * ceil_div(p.k_len, keys); };
   launch(attention_delta_kernel<T>, (query_rows + kWarps - 1) / kWarps, 0, p, op);
-  launch(attention_grad_kv_kernel<T, kD, kKeyWarps>, key_blocks, grad_kv_shared_bytes<kD, kKeys>(), p, op,
+  if (p.grad_q_sum != nullptr) {
+    launch(attention_grad_kvq_kernel<T, kD>, key_blocks(OnePassShape<kD>::kKeys), one_pass_shared_bytes<kD>(), p, op,
+           OnePassShape<kD>::kWarps * 32);
+    return;
+  }
+  constexpr int kKeys = kKeyWarps * kWarpRows;
+  const int64_t query_blocks = static_cast<int64_t>(p.batch) * p.q_heads * ceil_div(p.q_len, kBlockRows);
+  launch(attention_grad_kv_kernel<T, kD, kKeyWarps>, key_blocks(kKeys), grad_kv_shared_bytes<kD, kKeys>(), p, op,
          kKeyWarps * 32);
   launch(attention_grad_q_kernel<T, kD>, query_blocks, grad_q_shared_bytes<kD>(), p, op);
 }
@@ -949,12 +1209,13 @@ void set_backward_operands(Params& p, const Tensor& grad, const Tensor& out, con
   p.grad_v = static_cast<uint16_t*>(grad_v.raw_data());
 }
 
-// The backward, with grad_kv blocks of kKeyWarps warps at every head dim, or with 0 GradKvShape's
-// choice: the library runs 0, bench/experiments/flash_backward_shapes.cu the others too.
+// The backward in one pass (dQ by atomic adds) or in two (grad_kv, then grad_q), with the two
+// passes' grad_kv blocks of kKeyWarps warps at every head dim, or with 0 GradKvShape's choice:
+// the library runs 0, bench/experiments/flash_backward_shapes.cu the others too.
 template <int kKeyWarps = 0>
 void backward_with_shape(const Tensor& grad_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                          const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec, const Tensor& grad_q,
-                         const Tensor& grad_k, const Tensor& grad_v) {
+                         const Tensor& grad_k, const Tensor& grad_v, bool one_pass) {
   const char* op = "scaled_dot_product_attention_backward";
   if (q_in.numel() == 0 && k_in.numel() == 0) return;
   check_sizes(op, q_in, k_in);
@@ -964,10 +1225,13 @@ void backward_with_shape(const Tensor& grad_in, const Tensor& q_in, const Tensor
   Params p = params_of(q, k, v, spec);
   const Tensor delta = empty(log_sum_exp.sizes(), TensorOptions(kFloat32).device(q.device()));
   set_backward_operands(p, grad, out, log_sum_exp, delta, grad_q, grad_k, grad_v);
+  const Tensor grad_q_sum = one_pass ? empty(grad_q.sizes(), TensorOptions(kFloat32).device(q.device())) : Tensor();
+  p.grad_q_sum = one_pass ? grad_q_sum.data_ptr<float>() : nullptr;
   with_kernel_types(q.dtype(), q.size(3), [&](auto tag, auto dim) {
     constexpr int kD = decltype(dim)::value;
     launch_backward<decltype(tag), kD, kKeyWarps != 0 ? kKeyWarps : GradKvShape<kD>::kWarps>(p, op);
   });
+  if (one_pass) copy_into(grad_q, grad_q_sum);
 }
 
 }  // namespace
@@ -1015,7 +1279,8 @@ void flash_attention_forward(const Tensor& q_in, const Tensor& k_in, const Tenso
 void flash_attention_backward(const Tensor& grad_in, const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
                               const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec,
                               const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v) {
-  backward_with_shape(grad_in, q_in, k_in, v_in, out, log_sum_exp, spec, grad_q, grad_k, grad_v);
+  backward_with_shape(grad_in, q_in, k_in, v_in, out, log_sum_exp, spec, grad_q, grad_k, grad_v,
+                      !are_deterministic_algorithms_enabled());
 }
 
 }  // namespace cuda

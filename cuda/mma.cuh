@@ -122,6 +122,18 @@ __device__ __forceinline__ void load_b_from_columns(const uint16_t* tile, int k0
                : "r"(shared_address(p)));
 }
 
+// A (rows m0 .. m0+15, columns k0 .. k0+15) with A[m][k] = tile[k][m]: the tile holds A
+// transposed (dS^T, written with keys as rows, read as dS for dQ = dS K), read transposed.
+// Tile i: rows k0 + 0..7 / + 8..15 (i / 2), columns m0 + 0 / + 8 (i % 2).
+template <int kCols>
+__device__ __forceinline__ void load_a_from_columns(const uint16_t* tile, int k0, int m0, FragA a) {
+  const int lane = threadIdx.x % 32, i = lane / 8;
+  const uint16_t* p = tile + swizzled<kCols>(k0 + lane % 8 + i / 2 * 8, m0 + i % 2 * 8);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
+               : "r"(shared_address(p)));
+}
+
 // c += a b, in float32, for T = Half or BFloat16.
 template <typename T>
 __device__ __forceinline__ void mma_16x8x16(FragC c, const FragA a, const FragB b) {

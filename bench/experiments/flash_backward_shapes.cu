@@ -1,8 +1,9 @@
-// Experiment: the flash-attention backward (cuda/flash_attention.cu) with grad_kv blocks of 4
-// warps (64 keys, the library's GradKvShape) and of 8 warps (128 keys), timed side by side in
-// one run in bfloat16, each checked against the library's own backward on the same inputs. Not
-// part of the build: the measurement behind GradKvShape's choice in docs/perf-notes.md. The
-// kernels are the library's own, included from the source; only grad_kv's block size differs.
+// Experiment: the flash-attention backward (cuda/flash_attention.cu) in its two forms, timed
+// side by side in one run in bfloat16: two passes (grad_kv, then grad_q) with grad_kv blocks of
+// 4 warps (64 keys, the library's GradKvShape) and of 8 warps (128 keys), and the one pass
+// (grad_kvq, dQ by atomic adds). Each is checked against the two passes of the library's shape
+// on the same inputs. Not part of the build: the measurement behind GradKvShape's choice and the
+// default form in docs/perf-notes.md. The kernels are the library's own, included from the source.
 //
 // What 128-key blocks change: a step's Q and dO tiles (and the queries' L and D) are copied
 // once for 8 warps instead of 4. What they cost: one block an SM (8 warps) where two 4-warp
@@ -50,14 +51,15 @@ struct Grads {
   double ms = 0;
 };
 
-// One backward with grad_kv blocks of kKeyWarps warps (0: the library's) on the inputs.
+// One backward on the inputs: in one pass, or in two with grad_kv blocks of kKeyWarps warps
+// (0: the library's).
 template <int kKeyWarps>
-Grads run_backward(const Inputs& in) {
+Grads run_backward(const Inputs& in, bool one_pass = false) {
   const TensorOptions like = TensorOptions(in.q.dtype()).device(in.q.device());
   Grads g{full(in.q.sizes(), std::nan(""), like), full(in.k.sizes(), std::nan(""), like),
           full(in.v.sizes(), std::nan(""), like)};
   g.ms = experiments::median_ms([&] {
-    cuda::backward_with_shape<kKeyWarps>(in.grad, in.q, in.k, in.v, in.out, in.lse, in.spec, g.q, g.k, g.v);
+    cuda::backward_with_shape<kKeyWarps>(in.grad, in.q, in.k, in.v, in.out, in.lse, in.spec, g.q, g.k, g.v, one_pass);
   }, 15);
   return g;
 }
@@ -67,9 +69,9 @@ double max_error(const Tensor& got, const Tensor& want) {
 }
 double max_magnitude(const Tensor& t) { return max(abs(t.to(kFloat32))).item<double>(); }
 
-template <int kD, int kKeyWarps>
+template <int kD, int kKeyWarps, bool kOnePass = false>
 void report(const Problem& pr, const Inputs& in, const Grads& reference) {
-  const Grads g = run_backward<kKeyWarps>(in);
+  const Grads g = run_backward<kKeyWarps>(in, kOnePass);
   // TFLOP/s of the backward alone: 2.5 times the forward's 4 B H S^2 D, halved when causal.
   const double flops =
       2.5 * 4.0 * pr.batch * pr.heads * pr.len * pr.len * pr.dim / (pr.is_causal ? 2.0 : 1.0);
@@ -83,11 +85,18 @@ void report(const Problem& pr, const Inputs& in, const Grads& reference) {
   all_ok = all_ok && ok;
   const int regs = [&] {
     cudaFuncAttributes a{};
-    cudaFuncGetAttributes(&a, cuda::attention_grad_kv_kernel<BFloat16, kD, kKeyWarps>);
+    if constexpr (kOnePass)
+      cudaFuncGetAttributes(&a, cuda::attention_grad_kvq_kernel<BFloat16, kD>);
+    else
+      cudaFuncGetAttributes(&a, cuda::attention_grad_kv_kernel<BFloat16, kD, kKeyWarps>);
     return a.numRegs;
   }();
-  std::printf("  grad_kv %d warps (%3d keys): %8.3f ms %6.1f TFLOP/s  (grad_kv %3d registers)  vs library: %.2e %s\n",
-              kKeyWarps, kKeyWarps * 16, g.ms, flops / g.ms * 1e-9, regs, worst, ok ? "ok" : "MISMATCH");
+  if (kOnePass)
+    std::printf("  one pass, dQ atomic     : %8.3f ms %6.1f TFLOP/s  (grad_kvq %3d registers) vs two passes: %.2e %s\n",
+                g.ms, flops / g.ms * 1e-9, regs, worst, ok ? "ok" : "MISMATCH");
+  else
+    std::printf("  grad_kv %d warps (%3d keys): %8.3f ms %6.1f TFLOP/s  (grad_kv %3d registers)  vs library: %.2e %s\n",
+                kKeyWarps, kKeyWarps * 16, g.ms, flops / g.ms * 1e-9, regs, worst, ok ? "ok" : "MISMATCH");
 }
 
 template <int kD>
@@ -110,6 +119,7 @@ void run_problem(const Problem& pr) {
   const Grads reference = run_backward<0>(in);
   report<kD, 4>(pr, in, reference);
   report<kD, 8>(pr, in, reference);
+  report<kD, 4, true>(pr, in, reference);
 }
 
 }  // namespace

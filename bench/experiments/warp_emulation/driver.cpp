@@ -256,8 +256,12 @@ void run_case(const Case& cs, DType dtype) {
 
   // ---- the kernels, emulated ----
   Guarded out = guarded({cs.B, cs.Hq, cs.Sq, cs.D}, dtype), lse = guarded({cs.B, cs.Hq, cs.Sq}, kFloat32);
+  // The backward in both forms: two passes (use_deterministic_algorithms on) into dq, dk, dv,
+  // and one pass (dQ by atomic adds: the default) into dq1, dk1, dv1.
   Guarded dq = guarded({cs.B, cs.Hq, cs.Sq, cs.D}, dtype), dk = guarded({cs.B, cs.Hk, cs.Sk, cs.D}, dtype),
           dv = guarded({cs.B, cs.Hk, cs.Sk, cs.D}, dtype);
+  Guarded dq1 = guarded({cs.B, cs.Hq, cs.Sq, cs.D}, dtype), dk1 = guarded({cs.B, cs.Hk, cs.Sk, cs.D}, dtype),
+          dv1 = guarded({cs.B, cs.Hk, cs.Sk, cs.D}, dtype);
   try {
     cuda::flash_attention_forward(q, k, v, spec, out.view, lse.view);
     // The "wide_" cases are there for the forward's wide tile shape: that it ran (the kernel's
@@ -268,7 +272,12 @@ void run_case(const Case& cs, DType dtype) {
       ++failures;
       printf("    FAIL: the forward ran %s, not the wide tile shape\n", emu::kernel_name.c_str());
     }
-    cuda::flash_attention_backward(grad_out, q, k, v, out.view, lse.view, spec, dq.view, dk.view, dv.view);
+    {
+      DeterministicAlgorithmsGuard two_passes(true);
+      cuda::flash_attention_backward(grad_out, q, k, v, out.view, lse.view, spec, dq.view, dk.view, dv.view);
+    }
+    DeterministicAlgorithmsGuard one_pass(false);
+    cuda::flash_attention_backward(grad_out, q, k, v, out.view, lse.view, spec, dq1.view, dk1.view, dv1.view);
   } catch (const std::exception& e) {
     ++failures;
     printf("    FAIL: %s\n", e.what());
@@ -292,6 +301,9 @@ void run_case(const Case& cs, DType dtype) {
   report("dQ", compare(dq.view, q64.grad()), tolerance, guard_intact(dq));
   report("dK", compare(dk.view, k64.grad()), tolerance, guard_intact(dk));
   report("dV", compare(dv.view, v64.grad()), tolerance, guard_intact(dv));
+  report("dQ one pass", compare(dq1.view, q64.grad()), tolerance, guard_intact(dq1));
+  report("dK one pass", compare(dk1.view, k64.grad()), tolerance, guard_intact(dk1));
+  report("dV one pass", compare(dv1.view, v64.grad()), tolerance, guard_intact(dv1));
   const long emulator_errors = emu::errors - errors_before;
   if (emulator_errors) {
     ++failures;
