@@ -640,6 +640,91 @@ struct GradKvShape {
   static constexpr int kWarps = 4;
 };
 
+// What a grad_kv or grad_kvq block owns: kKeys keys j0 .. j0 + kKeys - 1 of key/value head
+// kh of batch b, and the steps over the queries that see them, kQueries a step, every query
+// head of its group in turn (grouped-query attention). Rank 0 is the first key tile: under
+// is_causal, the keys the most queries see.
+template <int kKeys, int kQueries>
+struct KeyBlock {
+  // A step's query head and first query. Advanced by an add and a compare (next), not by
+  // dividing the step's number by the query tiles (a division in software, every step).
+  struct Tile {
+    int h, q0;
+  };
+  int bkh, b, kh, j0, steps;  // bkh = b * Hk + kh
+  int h_first;         // the group's first query head
+  int q_first, q_end;  // the queries each query head's steps walk
+  __device__ explicit KeyBlock(const Params& p) {
+    const int kv_heads = p.kv_heads();
+    const BlockOrder order = block_order(p.batch * kv_heads, ceil_div(p.k_len, kKeys), p.kv_heads_per_group);
+    bkh = order.head;
+    b = bkh / kv_heads;
+    kh = bkh % kv_heads;
+    j0 = order.rank * kKeys;
+    // Under is_causal, queries i < j0 see none of these keys.
+    const int first_query_tile = p.is_causal ? j0 / kQueries : 0;
+    const int query_tiles = max(0, ceil_div(p.q_len, kQueries) - first_query_tile);
+    steps = p.group * query_tiles;
+    h_first = kh * p.group;
+    q_first = first_query_tile * kQueries;
+    q_end = q_first + query_tiles * kQueries;
+  }
+  __device__ Tile first() const { return {h_first, q_first}; }
+  __device__ Tile next(Tile t) const {
+    t.q0 += kQueries;
+    if (t.q0 == q_end) t.q0 = q_first, ++t.h;
+    return t;
+  }
+  // Step `tile`'s queries and their gradients into `stage` by cp.async, then their L and D (a
+  // float a thread of the first 2 * kQueries threads, by cp.async too: a plain load would hold
+  // the thread until it returned). A query past the end gets zeros: its scores are -inf (its
+  // tile is masked), so P = 0 and it adds nothing.
+  template <int kD, int kBlockThreads>
+  __device__ void load_queries(const Params& p, uint16_t* stage, Tile tile) const {
+    load_rows_async<kD, kQueries, kBlockThreads>(stage, p.q.head(b, tile.h), p.q.row_stride, tile.q0, p.q_len);
+    load_rows_async<kD, kQueries, kBlockThreads>(stage + kQueries * kD, p.grad_out.head(b, tile.h),
+                                                 p.grad_out.row_stride, tile.q0, p.q_len);
+    float* lse = reinterpret_cast<float*>(stage + 2 * kQueries * kD);
+    if (threadIdx.x < 2 * kQueries) {
+      const int i = tile.q0 + threadIdx.x % kQueries;
+      const int64_t row = p.query_row(b * p.q_heads + tile.h, i < p.q_len ? i : 0);
+      mma::copy_word_async(lse + threadIdx.x, (threadIdx.x < kQueries ? p.log_sum_exp : p.delta) + row, i < p.q_len);
+    }
+  }
+};
+
+// With keys as rows: a warp's 16 keys key0 .. and 32 queries query0 .. of query head h, S^T's dot
+// products s and dP^T dp in, (Z P)^T and scale dS^T out, in place. lse and delta hold the 32
+// queries' L (natural units) and D. The dropout's decisions: a Philox call a group of 8 scores
+// shared out by shuffles where the groups allow, else a call a score, each form an element loop
+// of its own.
+template <typename T>
+__device__ void key_rows_gradients(const Params& p, bool masking, int b, int h, int key0, int query0, const float* lse,
+                                   const float* delta, float (&s)[kQueriesPerStep / 8][4],
+                                   float (&dp)[kQueriesPerStep / 8][4]) {
+  to_scores<T, true, kQueriesPerStep>(p, masking, b, h, key0, query0, s);
+  with_key_rows_dropout(p, [&](auto form) {
+    constexpr KeyRowsDropout kForm = decltype(form)::value;
+    [[maybe_unused]] uint32_t kept[kQueriesPerStep / 8];
+    if constexpr (kForm == KeyRowsDropout::SharedGroups) keep_bits_key_rows(p, b, h, key0, query0, kept);
+#pragma unroll
+    for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int c = c_col(nb, e);
+        const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
+        float keep = 1.0f;
+        if constexpr (kForm == KeyRowsDropout::SharedGroups) {
+          keep = p.keep_factor(kept[nb], e);
+        } else if constexpr (kForm == KeyRowsDropout::PerScore) {
+          keep = p.keep_factor(p.dropout.keep(p.score_index(b, h, query0 + c, key0 + c_row(e))));
+        }
+        s[nb][e] = prob * keep;
+        dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
+      }
+  });
+}
+
 template <int kD, int kKeys>
 constexpr int grad_kv_shared_bytes() {
   // K and V; then two stages of Q and dO, and of the queries' L and D.
@@ -662,56 +747,19 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
   constexpr int kStageElements = 2 * kQueriesPerStep * kD + 2 * kQueriesPerStep * 2;  // in 16-bit units
   auto stage = [&](int step) { return shared + 2 * kKeys * kD + step % 2 * kStageElements; };
 
-  const int kv_heads = p.kv_heads();
-  const int key_tiles = ceil_div(p.k_len, kKeys);
-  // Rank 0 is the first key tile: under is_causal, the keys the most queries see.
-  const BlockOrder order = block_order(p.batch * kv_heads, key_tiles, p.kv_heads_per_group);
-  const int bkh = order.head, b = bkh / kv_heads, kh = bkh % kv_heads;
-  const int j0 = order.rank * kKeys;
+  const KeyBlock<kKeys, kQueriesPerStep> block(p);
+  const int b = block.b, kh = block.kh, j0 = block.j0, steps = block.steps;
   const int warp_row0 = threadIdx.x / 32 * kWarpRows;
-  // Under is_causal, queries i < j0 see none of these keys.
-  const int first_query_tile = p.is_causal ? j0 / kQueriesPerStep : 0;
-  const int query_tiles = max(0, ceil_div(p.q_len, kQueriesPerStep) - first_query_tile);
-  const int steps = p.group * query_tiles;
-  // The steps walk the query tiles of each query head in turn: a step reads query head h,
-  // queries q0 .. q0 + 31. Advanced by an add and a compare, not by dividing the step's
-  // number by query_tiles (a division in software, every step).
-  struct QueryTile {
-    int h, q0;
-  };
-  const int q_first = first_query_tile * kQueriesPerStep, q_end = q_first + query_tiles * kQueriesPerStep;
-  auto next_tile = [&](QueryTile t) {
-    t.q0 += kQueriesPerStep;
-    if (t.q0 == q_end) t.q0 = q_first, ++t.h;
-    return t;
-  };
-  auto load_queries = [&](int step, QueryTile tile) {
-    const int h = tile.h, q0 = tile.q0;
-    uint16_t* queries = stage(step);
-    load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
-    load_rows_async<kD, kQueriesPerStep, kBlockThreads>(queries + kQueriesPerStep * kD, p.grad_out.head(b, h),
-                                                        p.grad_out.row_stride, q0, p.q_len);
-    // The queries' L, then their D, a float a thread of the first two warps, by cp.async too:
-    // a plain load would hold the first warp until it returned. A query past the end gets
-    // zeros: its scores are -inf (its tile is masked), so P = 0 and it adds nothing.
-    float* lse = reinterpret_cast<float*>(queries + 2 * kQueriesPerStep * kD);
-    if (threadIdx.x < 2 * kQueriesPerStep) {
-      const int i = q0 + threadIdx.x % kQueriesPerStep;
-      const int64_t row = p.query_row(b * p.q_heads + h, i < p.q_len ? i : 0);
-      mma::copy_word_async(lse + threadIdx.x, (threadIdx.x < kQueriesPerStep ? p.log_sum_exp : p.delta) + row,
-                           i < p.q_len);
-    }
-  };
 
   load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
   load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
-  QueryTile tile{kh * p.group, q_first};
-  if (steps > 0) load_queries(0, tile);
+  auto tile = block.first();
+  if (steps > 0) block.template load_queries<kD, kBlockThreads>(p, stage(0), tile);
   mma::commit_copies();
 
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
-  for (int step = 0; step < steps; ++step, tile = next_tile(tile)) {
-    if (step + 1 < steps) load_queries(step + 1, next_tile(tile));
+  for (int step = 0; step < steps; ++step, tile = block.next(tile)) {
+    if (step + 1 < steps) block.template load_queries<kD, kBlockThreads>(p, stage(step + 1), block.next(tile));
     mma::commit_copies();
     mma::wait_copies<1>();
     __syncthreads();
@@ -725,30 +773,8 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
     rows_times_rows<T, kD, kQueriesPerStep>(k_tile, warp_row0, queries, s);  // S^T
     rows_times_rows<T, kD, kQueriesPerStep>(v_tile, warp_row0, grads, dp);   // dP^T
     // Whether the warp's own 16 keys need masking (a warp-uniform test: no barrier inside).
-    to_scores<T, true, kQueriesPerStep>(p, tile_needs_masking(p, q0, kQueriesPerStep, j0 + warp_row0, kWarpRows), b,
-                                        h, j0 + warp_row0, q0, s);
-    // The dropout's decisions: a Philox call a group of 8 scores shared out by shuffles where
-    // the groups allow, else a call a score, each form an element loop of its own.
-    with_key_rows_dropout(p, [&](auto form) {
-      constexpr KeyRowsDropout kForm = decltype(form)::value;
-      [[maybe_unused]] uint32_t kept[kQueriesPerStep / 8];
-      if constexpr (kForm == KeyRowsDropout::SharedGroups) keep_bits_key_rows(p, b, h, j0 + warp_row0, q0, kept);
-#pragma unroll
-      for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int c = c_col(nb, e);
-          const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[nb][e]));  // L is in natural units
-          float keep = 1.0f;
-          if constexpr (kForm == KeyRowsDropout::SharedGroups) {
-            keep = p.keep_factor(kept[nb], e);
-          } else if constexpr (kForm == KeyRowsDropout::PerScore) {
-            keep = p.keep_factor(p.dropout.keep(p.score_index(b, h, q0 + c, j0 + warp_row0 + c_row(e))));
-          }
-          s[nb][e] = prob * keep;
-          dp[nb][e] = prob * (keep * dp[nb][e] - delta[c]) * p.scale;
-        }
-    });
+    const bool masking = tile_needs_masking(p, q0, kQueriesPerStep, j0 + warp_row0, kWarpRows);
+    key_rows_gradients<T>(p, masking, b, h, j0 + warp_row0, q0, lse, delta, s, dp);
     tile_times_columns<T, kQueriesPerStep, kD>(s, grads, dv);     // dV += (Z P)^T dO
     tile_times_columns<T, kQueriesPerStep, kD>(dp, queries, dk);  // dK += scale dS^T Q
     __syncthreads();
@@ -759,7 +785,7 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
   for (int half = 0; half < 2; ++half) {
     const int j = j0 + warp_row0 + c_row(2 * half);
     if (j >= p.k_len) continue;
-    const int64_t row = static_cast<int64_t>(b * kv_heads + kh) * p.k_len + j;
+    const int64_t row = static_cast<int64_t>(block.bkh) * p.k_len + j;
     store_row<T, kD>(dk, half, 1.0f, p.grad_k + row * kD);
     store_row<T, kD>(dv, half, 1.0f, p.grad_v + row * kD);
   }
@@ -916,10 +942,10 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
   using Shape = OnePassShape<kD>;
   constexpr int kKeys = Shape::kKeys, kQueries = Shape::kQueries, kTiles = Shape::kWarpTiles;
   constexpr int kBlockThreads = Shape::kWarps * 32;
-  constexpr int kWarpRows2 = kTiles * kWarpRows;  // 32: the rows of a warp's part
-  static_assert(kKeys == 4 * kWarpRows2 && kQueries == 2 * kWarpRows2 && Shape::kWarps == 8,
+  constexpr int kPart = kTiles * kWarpRows;  // 32: the rows (keys or queries) of a warp's part of a product
+  static_assert(kKeys == 4 * kPart && kQueries == 2 * kPart && Shape::kWarps == 8,
                 "the warps split the scores 4 x 2, dK and dV 4 x 2, dQ 2 x 4");
-  static_assert(kWarpRows2 == kQueriesPerStep, "keep_bits_key_rows covers a warp's 32 queries");
+  static_assert(kPart == kQueriesPerStep, "keep_bits_key_rows covers a warp's 32 queries");
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* const k_tile = shared;
   uint16_t* const v_tile = shared + kKeys * kD;
@@ -928,52 +954,24 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
   uint16_t* const p_tile = shared + 2 * kKeys * kD + 2 * kStageElements;  // P^T [kKeys x kQueries]
   uint16_t* const ds_tile = p_tile + kKeys * kQueries;                   // dS^T, likewise
 
-  const int kv_heads = p.kv_heads();
-  const int key_tiles = ceil_div(p.k_len, kKeys);
-  const BlockOrder order = block_order(p.batch * kv_heads, key_tiles, p.kv_heads_per_group);
-  const int bkh = order.head, b = bkh / kv_heads, kh = bkh % kv_heads;
-  const int j0 = order.rank * kKeys;
+  const KeyBlock<kKeys, kQueries> block(p);
+  const int b = block.b, kh = block.kh, j0 = block.j0, steps = block.steps;
   const int warp = threadIdx.x / 32;
-  const int key_row0 = warp % 4 * kWarpRows2;    // scores, dK and dV: the warp's keys in the block
-  const int query_col0 = warp / 4 * kWarpRows2;  // scores: the warp's queries in the step
+  const int key_row0 = warp % 4 * kPart;    // scores, dK and dV: the warp's keys in the block
+  const int query_col0 = warp / 4 * kPart;  // scores: the warp's queries in the step
   const int kv_col0 = warp / 4 * (kD / 2);       // dK and dV: the warp's columns
-  const int dq_row0 = warp % 2 * kWarpRows2;     // dQ: the warp's queries in the step
+  const int dq_row0 = warp % 2 * kPart;     // dQ: the warp's queries in the step
   const int dq_col0 = warp / 2 * (kD / 4);       // dQ: the warp's columns
-  const int first_query_tile = p.is_causal ? j0 / kQueries : 0;
-  const int query_tiles = max(0, ceil_div(p.q_len, kQueries) - first_query_tile);
-  const int steps = p.group * query_tiles;
-  struct QueryTile {
-    int h, q0;
-  };
-  const int q_first = first_query_tile * kQueries, q_end = q_first + query_tiles * kQueries;
-  auto next_tile = [&](QueryTile t) {
-    t.q0 += kQueries;
-    if (t.q0 == q_end) t.q0 = q_first, ++t.h;
-    return t;
-  };
-  auto load_queries = [&](int step, QueryTile tile) {
-    const int h = tile.h, q0 = tile.q0;
-    uint16_t* queries = stage(step);
-    load_rows_async<kD, kQueries, kBlockThreads>(queries, p.q.head(b, h), p.q.row_stride, q0, p.q_len);
-    load_rows_async<kD, kQueries, kBlockThreads>(queries + kQueries * kD, p.grad_out.head(b, h),
-                                                 p.grad_out.row_stride, q0, p.q_len);
-    float* lse = reinterpret_cast<float*>(queries + 2 * kQueries * kD);
-    if (threadIdx.x < 2 * kQueries) {
-      const int i = q0 + threadIdx.x % kQueries;
-      const int64_t row = p.query_row(b * p.q_heads + h, i < p.q_len ? i : 0);
-      mma::copy_word_async(lse + threadIdx.x, (threadIdx.x < kQueries ? p.log_sum_exp : p.delta) + row, i < p.q_len);
-    }
-  };
 
   load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
   load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
-  QueryTile tile{kh * p.group, q_first};
-  if (steps > 0) load_queries(0, tile);
+  auto tile = block.first();
+  if (steps > 0) block.template load_queries<kD, kBlockThreads>(p, stage(0), tile);
   mma::commit_copies();
 
   float dk[kTiles][kD / 2 / 8][4] = {}, dv[kTiles][kD / 2 / 8][4] = {};
-  for (int step = 0; step < steps; ++step, tile = next_tile(tile)) {
-    if (step + 1 < steps) load_queries(step + 1, next_tile(tile));
+  for (int step = 0; step < steps; ++step, tile = block.next(tile)) {
+    if (step + 1 < steps) block.template load_queries<kD, kBlockThreads>(p, stage(step + 1), block.next(tile));
     mma::commit_copies();
     mma::wait_copies<1>();
     __syncthreads();
@@ -998,32 +996,11 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
             mma::load_b_from_rows<kD>(grads, query_col0 + n0, k0, b0, b1);
           },
           dp);
-      const bool masking = tile_needs_masking(p, q0 + query_col0, kWarpRows2, j0 + key_row0, kWarpRows2);
+      const bool masking = tile_needs_masking(p, q0 + query_col0, kPart, j0 + key_row0, kPart);
 #pragma unroll
       for (int t = 0; t < kTiles; ++t) {
-        const int key0 = j0 + key_row0 + t * kWarpRows, query0 = q0 + query_col0;
-        to_scores<T, true, kQueriesPerStep>(p, masking, b, h, key0, query0, s[t]);
-        // P^T and dS^T as grad_kv forms them (the same three dropout forms).
-        with_key_rows_dropout(p, [&](auto form) {
-          constexpr KeyRowsDropout kForm = decltype(form)::value;
-          [[maybe_unused]] uint32_t kept[kQueriesPerStep / 8];
-          if constexpr (kForm == KeyRowsDropout::SharedGroups) keep_bits_key_rows(p, b, h, key0, query0, kept);
-#pragma unroll
-          for (int nb = 0; nb < kQueriesPerStep / 8; ++nb)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const int c = query_col0 + c_col(nb, e);
-              const float prob = exp2_approx(fmaf(lse[c], -kLog2e, s[t][nb][e]));
-              float keep = 1.0f;
-              if constexpr (kForm == KeyRowsDropout::SharedGroups) {
-                keep = p.keep_factor(kept[nb], e);
-              } else if constexpr (kForm == KeyRowsDropout::PerScore) {
-                keep = p.keep_factor(p.dropout.keep(p.score_index(b, h, q0 + c, key0 + c_row(e))));
-              }
-              s[t][nb][e] = prob * keep;
-              dp[t][nb][e] = prob * (keep * dp[t][nb][e] - delta[c]) * p.scale;
-            }
-        });
+        key_rows_gradients<T>(p, masking, b, h, j0 + key_row0 + t * kWarpRows, q0 + query_col0, lse + query_col0,
+                              delta + query_col0, s[t], dp[t]);
         store_c_tile<T, kQueries, kQueriesPerStep>(s[t], p_tile, key_row0 + t * kWarpRows, query_col0);
         store_c_tile<T, kQueries, kQueriesPerStep>(dp[t], ds_tile, key_row0 + t * kWarpRows, query_col0);
       }
@@ -1078,7 +1055,7 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
     for (int half = 0; half < 2; ++half) {
       const int j = j0 + key_row0 + t * kWarpRows + c_row(2 * half);
       if (j >= p.k_len) continue;
-      const int64_t row = static_cast<int64_t>(b * kv_heads + kh) * p.k_len + j;
+      const int64_t row = static_cast<int64_t>(block.bkh) * p.k_len + j;
       store_row<T, kD / 2>(dk[t], half, 1.0f, p.grad_k + row * kD + kv_col0);
       store_row<T, kD / 2>(dv[t], half, 1.0f, p.grad_v + row * kD + kv_col0);
     }
