@@ -1,12 +1,12 @@
 #pragma once
 // Whether ops must give the same bits on every run, as torch.use_deterministic_algorithms.
 //
-// Every minigrad op is deterministic whatever this says: sums run in a fixed order, scatters
-// keep a fixed winner, and scaled_dot_product_attention's GPU backward sums dQ in a pass of its
-// own rather than with FlashAttention-2's atomic adds (which were slower here:
-// cuda/flash_attention.cu). The setting is kept so that code written against PyTorch ports
-// as it is, and it is the contract for any op given a faster, nondeterministic form later:
-// that form runs only while this is off.
+// Every minigrad op is deterministic whatever this says (sums run in a fixed order, scatters
+// keep a fixed winner) but one: scaled_dot_product_attention's GPU backward (the flash kernels)
+// sums dQ with FlashAttention-2's float32 atomic adds, whose order, and so dQ's last bits, may
+// change from run to run. While this is on, it sums dQ in a pass of its own instead (two
+// passes, slower: cuda/flash_attention.cu). The contract for any op given a faster,
+// nondeterministic form: that form runs only while this is off.
 //
 // Off by default, as in PyTorch. Process-wide; read when an op runs.
 namespace minigrad {

@@ -1,32 +1,35 @@
 // scaled_dot_product_attention on tensor cores: FlashAttention-2's algorithm (ops/attention.cpp
 // explains it on the CPU, with the same names), never storing a [Sq, Sk] score matrix.
 //
-// Three kernels and a small one, each a grid of 4-warp blocks (grad_kv's: GradKvShape), each
-// warp owning 16 rows (the rows of one mma tile, cuda/mma.cuh) of those its block owns:
+// The forward, a small preprocessing kernel, and the backward in one of two forms:
 //
-//   forward   a block owns 64 query rows of one head and walks its keys 64 at a time:
-//             S = Q K^T, the online softmax in registers, O += P V. Writes O and L, the rows'
-//             log-sum-exp (float32).
+//   forward   a block of 4 warps owns 64 query rows of one head (128 where the grid is large
+//             and not causal: WideForwardShape) and walks its keys 64 at a time: S = Q K^T,
+//             the online softmax in registers, O += P V. Writes O and L, the rows' log-sum-exp
+//             (float32). Each warp owns 16 rows (the rows of one mma tile, cuda/mma.cuh).
 //   delta     D_i = dO_i . O_i, a warp per query row (the backward's one preprocessing pass).
-//   grad_kv   a block owns 64 keys of one key/value head (or 128: GradKvShape) and walks the
-//             queries of every query head that reads them (grouped-query attention), 32 at a
-//             time, computing the scores transposed so that keys are its rows:
-//               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
-//               dV += (Z P)^T dO,  dK += scale dS^T Q
-//   grad_q    a block owns 64 query rows and walks their keys: S, P, dP = dO V^T, dS, then
-//             dQ += scale dS K.
-// dQ sums over keys, which grad_kv blocks own; grad_q sums it instead, in registers, in a
-// fixed order. It recomputes S and dP, which grad_kv computed too: 7 products where 5 would
-// do. FlashAttention-2 does 5: each grad_kv step also adds its keys' share of dQ into a float32
-// buffer with atomic adds. That was minigrad's default until measured: on an H100 its backward
-// took 10 to 16% longer than the two passes at every shape timed, the adds (not the products)
-// binding grad_kv (docs/perf-notes.md). So the backward is deterministic: dQ, dK and dV have
-// the same bits every run, each summed in one block's registers in a fixed order.
 //
-// Every product keeps its output in registers and feeds it to the next as an A fragment
-// (mma::a_from_c): neither P nor dS touches shared memory. Why the transposed scores in
-// grad_kv: its products sum over queries (dV = P^T dO), so P^T must be the A operand, i.e. a C
-// tile with keys as rows.
+// The backward, in one pass (the default, FlashAttention-2's):
+//   grad_kvq  a block of 8 warps owns 128 keys of one key/value head and walks the queries of
+//             every query head that reads them (grouped-query attention), 64 at a time,
+//             computing the scores transposed so that keys are its rows:
+//               S^T = K Q^T, P^T = exp(S^T - L), dP^T = V dO^T, dS^T = P^T (Z dP^T - D)
+//               dV += (Z P)^T dO,  dK += scale dS^T Q,  dQ += scale dS K
+//             dQ sums over keys, which other blocks own too: each step adds its share into a
+//             float32 buffer by atomic adds (cleared by delta, converted to T after). 5 products.
+// or, under use_deterministic_algorithms, in two passes, each summing in one block's
+// registers in a fixed order (the same bits every run):
+//   grad_kv   as grad_kvq without dQ: a block of 4 warps owns 64 keys, 32 queries a step.
+//   grad_q    a block owns 64 query rows and walks their keys: S, P, dP = dO V^T, dS, then
+//             dQ += scale dS K. It recomputes S and dP: 7 products in all.
+// Why the transposed scores: the key blocks' products sum over queries (dV = P^T dO), so P^T
+// is the A operand, read with keys as rows.
+//
+// In the forward and the two passes, each warp's product keeps its output in registers and
+// feeds it to the next as an A fragment (mma::a_from_c): neither P nor dS touches shared
+// memory. grad_kvq splits each product over its 8 warps, 32 rows a warp (two mma tiles), so
+// that each fragment read from shared memory feeds twice the products; P^T and dS^T pass
+// through shared memory between the products (why, and what it gained: docs/perf-notes.md).
 //
 // The tiles a block walks are copied by cp.async into one of two shared-memory stages while
 // the block computes on the other. Scores are kept in the log2 domain, (scale * q.k + mask) *
@@ -47,8 +50,9 @@
 //
 // Template parameters are the element type (float16, bfloat16) and the head dim (64, 128):
 // 4 instantiations of each kernel, the forward's twice (its two tile shapes, ForwardShape and
-// WideForwardShape; GradKvShape is one). Only the experiments under bench/experiments/ vary the
-// shapes further. Everything else is a runtime value, so the options do not multiply the build.
+// WideForwardShape; GradKvShape and OnePassShape are one each). Only the experiments under
+// bench/experiments/ vary the shapes further. Everything else is a runtime value, so the
+// options do not multiply the build.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 

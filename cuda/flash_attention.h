@@ -33,7 +33,9 @@ void flash_attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, 
                              const Tensor& out, const Tensor& log_sum_exp);
 
 // dQ, dK, dV (contiguous, the shapes and dtype of q, k, v) from grad (O's gradient) and what
-// the forward saved: out and log_sum_exp. No atomics: the same bits every run.
+// the forward saved: out and log_sum_exp. In one pass, dQ summed by float32 atomic adds (its
+// last bits may differ from run to run), or with use_deterministic_algorithms on in two
+// passes without atomics (the same bits every run).
 void flash_attention_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
                               const Tensor& out, const Tensor& log_sum_exp, const AttentionSpec& spec,
                               const Tensor& grad_q, const Tensor& grad_k, const Tensor& grad_v);

@@ -22,7 +22,8 @@
 // key/value head, every query head that shares it: grouped-query attention) and sums dK and
 // dV over the queries; the other owns a tile of queries and sums dQ over the keys. Each
 // recomputes P, the price of no atomics and no stored scores. The GPU's kernels do the same
-// (cuda/flash_attention.cu says why not FlashAttention-2's atomic dQ).
+// under use_deterministic_algorithms; by default they make one pass over key tiles and add
+// each tile's share of dQ by atomic adds, FlashAttention-2's way (cuda/flash_attention.cu).
 //
 // Dropout keys score (b, h, i, j) by its index in the row-major order of the [B, Hq, Sq, Sk]
 // scores, from one reserved Philox stream (kernels/dropout.h), exactly as softmax_dropout
