@@ -8,9 +8,9 @@
 // float16 and bfloat16 at head dims 64 and 128 run the flash kernels (cuda/flash_attention.cu);
 // everything else runs the composite twin on cuBLAS. The flash backward has two forms, one pass
 // with dQ by atomic adds (the default) and two passes (under use_deterministic_algorithms):
-// both are checked. The tests of the flash kernels say
-// "flash kernels" in their names; those of the twin's half types say "(half-precision
-// cuBLAS)", the kernels the sanitizers' initcheck and racecheck cannot follow on sm_90.
+// both are checked. The tests of the flash kernels say "flash kernels" in their names; those of
+// the twin's half types say "(half-precision cuBLAS)", the kernels the sanitizers' initcheck and
+// racecheck cannot follow on sm_90.
 #include <cmath>
 #include <limits>
 #include <optional>
@@ -261,7 +261,9 @@ TEST_CASE("scaled_dot_product_attention: the flash kernels read strided views an
   tensor_list first, again, contiguous;
   {
     DeterministicAlgorithmsGuard deterministic(true);
-    first = run_once(true), again = run_once(true), contiguous = run_once(false);
+    first = run_once(true);
+    again = run_once(true);
+    contiguous = run_once(false);
   }
   DeterministicAlgorithmsGuard atomic_grad_q(false);
   const tensor_list one_pass = run_once(true);
