@@ -655,6 +655,16 @@ struct KeyBlock {
   struct Tile {
     int h, q0;
   };
+  // A stage of shared memory, as load_queries fills it: the step's Q and dO tiles (kD columns),
+  // then their L and D (float32).
+  template <int kD>
+  struct Stage {
+    static constexpr int kElements = 2 * kQueries * kD + 2 * kQueries * 2;  // in 16-bit units
+    uint16_t* queries;
+    __device__ uint16_t* grads() const { return queries + kQueries * kD; }
+    __device__ float* lse() const { return reinterpret_cast<float*>(queries + 2 * kQueries * kD); }
+    __device__ float* delta() const { return lse() + kQueries; }
+  };
   int bkh, b, kh, j0, steps;  // bkh = b * Hk + kh
   int h_first;         // the group's first query head
   int q_first, q_end;  // the queries each query head's steps walk
@@ -684,11 +694,11 @@ struct KeyBlock {
   // the thread until it returned). A query past the end gets zeros: its scores are -inf (its
   // tile is masked), so P = 0 and it adds nothing.
   template <int kD, int kBlockThreads>
-  __device__ void load_queries(const Params& p, uint16_t* stage, Tile tile) const {
-    load_rows_async<kD, kQueries, kBlockThreads>(stage, p.q.head(b, tile.h), p.q.row_stride, tile.q0, p.q_len);
-    load_rows_async<kD, kQueries, kBlockThreads>(stage + kQueries * kD, p.grad_out.head(b, tile.h),
-                                                 p.grad_out.row_stride, tile.q0, p.q_len);
-    float* lse = reinterpret_cast<float*>(stage + 2 * kQueries * kD);
+  __device__ void load_queries(const Params& p, Stage<kD> stage, Tile tile) const {
+    load_rows_async<kD, kQueries, kBlockThreads>(stage.queries, p.q.head(b, tile.h), p.q.row_stride, tile.q0, p.q_len);
+    load_rows_async<kD, kQueries, kBlockThreads>(stage.grads(), p.grad_out.head(b, tile.h), p.grad_out.row_stride,
+                                                 tile.q0, p.q_len);
+    float* lse = stage.lse();  // then D: lse + kQueries
     if (threadIdx.x < 2 * kQueries) {
       const int i = tile.q0 + threadIdx.x % kQueries;
       const int64_t row = p.query_row(b * p.q_heads + tile.h, i < p.q_len ? i : 0);
@@ -732,7 +742,7 @@ __device__ void key_rows_gradients(const Params& p, bool masking, int b, int h, 
 template <int kD, int kKeys>
 constexpr int grad_kv_shared_bytes() {
   // K and V; then two stages of Q and dO, and of the queries' L and D.
-  return 2 * kKeys * kD * 2 + 2 * (2 * kQueriesPerStep * kD * 2 + 2 * kQueriesPerStep * 4);
+  return (2 * kKeys * kD + 2 * KeyBlock<kKeys, kQueriesPerStep>::template Stage<kD>::kElements) * 2;
 }
 
 // A block owns kKeyWarps * 16 keys, 16 a warp (GradKvShape). At head dim 64 an SM holds three
@@ -748,10 +758,11 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* const k_tile = shared;
   uint16_t* const v_tile = shared + kKeys * kD;
-  constexpr int kStageElements = 2 * kQueriesPerStep * kD + 2 * kQueriesPerStep * 2;  // in 16-bit units
-  auto stage = [&](int step) { return shared + 2 * kKeys * kD + step % 2 * kStageElements; };
+  using Block = KeyBlock<kKeys, kQueriesPerStep>;
+  using Stage = typename Block::template Stage<kD>;
+  auto stage = [&](int step) { return Stage{shared + 2 * kKeys * kD + step % 2 * Stage::kElements}; };
 
-  const KeyBlock<kKeys, kQueriesPerStep> block(p);
+  const Block block(p);
   const int b = block.b, kh = block.kh, j0 = block.j0, steps = block.steps;
   const int warp_row0 = threadIdx.x / 32 * kWarpRows;
 
@@ -768,10 +779,9 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
     mma::wait_copies<1>();
     __syncthreads();
     const int h = tile.h, q0 = tile.q0;
-    const uint16_t* queries = stage(step);
-    const uint16_t* grads = queries + kQueriesPerStep * kD;
-    const float* lse = reinterpret_cast<const float*>(queries + 2 * kQueriesPerStep * kD);
-    const float* delta = lse + kQueriesPerStep;
+    const Stage staged = stage(step);
+    const uint16_t *queries = staged.queries, *grads = staged.grads();
+    const float *lse = staged.lse(), *delta = staged.delta();
 
     float s[kQueriesPerStep / 8][4], dp[kQueriesPerStep / 8][4];
     rows_times_rows<T, kD, kQueriesPerStep>(k_tile, warp_row0, queries, s);  // S^T
@@ -892,7 +902,8 @@ template <int kD>
 constexpr int one_pass_shared_bytes() {
   using S = OnePassShape<kD>;
   // K and V; two stages of Q, dO and the queries' L and D; P^T and dS^T.
-  return (2 * S::kKeys * kD + 2 * (2 * S::kQueries * kD + 2 * S::kQueries * 2) + 2 * S::kKeys * S::kQueries) * 2;
+  constexpr int kStageElements = KeyBlock<S::kKeys, S::kQueries>::template Stage<kD>::kElements;
+  return (2 * S::kKeys * kD + 2 * kStageElements + 2 * S::kKeys * S::kQueries) * 2;
 }
 
 // c += A B over kK, for a warp's kTiles mma tiles of rows and kN columns: load_a(t, k0, a)
@@ -953,12 +964,13 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* const k_tile = shared;
   uint16_t* const v_tile = shared + kKeys * kD;
-  constexpr int kStageElements = 2 * kQueries * kD + 2 * kQueries * 2;  // in 16-bit units
-  auto stage = [&](int step) { return shared + 2 * kKeys * kD + step % 2 * kStageElements; };
-  uint16_t* const p_tile = shared + 2 * kKeys * kD + 2 * kStageElements;  // P^T [kKeys x kQueries]
+  using Block = KeyBlock<kKeys, kQueries>;
+  using Stage = typename Block::template Stage<kD>;
+  auto stage = [&](int step) { return Stage{shared + 2 * kKeys * kD + step % 2 * Stage::kElements}; };
+  uint16_t* const p_tile = shared + 2 * kKeys * kD + 2 * Stage::kElements;  // P^T [kKeys x kQueries]
   uint16_t* const ds_tile = p_tile + kKeys * kQueries;                   // dS^T, likewise
 
-  const KeyBlock<kKeys, kQueries> block(p);
+  const Block block(p);
   const int b = block.b, kh = block.kh, j0 = block.j0, steps = block.steps;
   const int warp = threadIdx.x / 32;
   const int key_row0 = warp % 4 * kPart;    // scores, dK and dV: the warp's keys in the block
@@ -980,10 +992,9 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
     mma::wait_copies<1>();
     __syncthreads();
     const int h = tile.h, q0 = tile.q0;
-    const uint16_t* queries = stage(step);
-    const uint16_t* grads = queries + kQueries * kD;
-    const float* lse = reinterpret_cast<const float*>(queries + 2 * kQueries * kD);
-    const float* delta = lse + kQueries;
+    const Stage staged = stage(step);
+    const uint16_t *queries = staged.queries, *grads = staged.grads();
+    const float *lse = staged.lse(), *delta = staged.delta();
 
     {
       // S^T = K Q^T and dP^T = V dO^T for the warp's 32 keys and 32 queries.
