@@ -6,7 +6,9 @@
 //   forward   a block of 4 warps owns 64 query rows of one head (128 where the grid is large
 //             and not causal: WideForwardShape) and walks its keys 64 at a time: S = Q K^T,
 //             the online softmax in registers, O += P V. Writes O and L, the rows' log-sum-exp
-//             (float32). Each warp owns 16 rows (the rows of one mma tile, cuda/mma.cuh).
+//             (float32). Each warp owns 16 rows (the rows of one mma tile, cuda/mma.cuh). A
+//             row's running max may trail its true max by up to 2^8 (kMaxLagLog2), so that O
+//             is rescaled only at the few steps where a row's max jumps.
 //   delta     D_i = dO_i . O_i, a warp per query row (the backward's one preprocessing pass).
 //
 // The backward, in one pass (the default, FlashAttention-2's):
@@ -33,16 +35,20 @@
 //
 // The tiles a block walks are copied by cp.async into one of two shared-memory stages while
 // the block computes on the other. Scores are kept in the log2 domain, (scale * q.k + mask) *
-// log2(e), so that each exponential is one exp2.
+// log2(e), so that each exponential is one exp2; in the forward's clean steps (no masking) the
+// dot products stay as they are and the factor goes into the exponent's multiply-add.
 //
 // Masks: positions past the ends of Sq and Sk, is_causal (key j > query i masked out) and the
 // attn_mask (bool, or additive of q's dtype, read at its broadcast strides) are applied to a
 // tile only when the tile has any of them (a test per tile, the same for all of a warp's
-// lanes); inside a clean tile a score is just scaled. Dropout keys score (b, h, i, j) by its
-// index in the row-major [B, Hq, Sq, Sk] order, as softmax_dropout keys its input
-// (kernels/dropout.h): the mask is regenerated in the backward, never stored. A Philox call
-// decides 8 scores, which lie in several lanes; the lanes split the calls and exchange the
-// bits by shuffles (keep_bits_query_rows, keep_bits_key_rows).
+// lanes); inside a clean tile a score is just scaled. The forward walks a block's clean steps
+// in a loop of their own, then the steps that may mask (the causal diagonal and the keys' end
+// come last), so that the clean loop carries none of the masking code.
+//
+// Dropout keys score (b, h, i, j) by its index in the row-major [B, Hq, Sq, Sk] order, as
+// softmax_dropout keys its input (kernels/dropout.h): the mask is regenerated in the backward,
+// never stored. A Philox call decides 8 scores, which lie in several lanes; the lanes split the
+// calls and exchange the bits by shuffles (keep_bits_query_rows, keep_bits_key_rows).
 //
 // Under is_causal the tiles' work differs (the last query tile sees every key, the first its
 // own): the blocks are numbered heaviest first, head group by head group (block_order), so
@@ -142,6 +148,10 @@ __device__ __forceinline__ float exp2_approx(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
+
+// m where finite, else 0: the reference the exponents are taken against while every key so
+// far is masked out (m = -inf), so that exp2(-inf - 0) is 0 and not NaN.
+__device__ __forceinline__ float finite_or_zero(float m) { return m == -INFINITY ? 0.0f : m; }
 
 __device__ __forceinline__ float quad_max(float v) {
   v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, 1));
@@ -470,9 +480,30 @@ struct WideForwardShape {
 // waves, to the narrow shape.
 constexpr int64_t kWideForwardWaves = 4;
 
+// How far (in log2 units) the forward's running max may trail a row's true max: its
+// probabilities, exp2(score - m), then reach 2^8 = 256, far inside the range of float16 and
+// bfloat16 (P is rounded to T for P V) and of the float32 sums; each is still rounded to T with
+// T's relative precision. In exchange a step rescales O only when some row of the warp meets a
+// score 256 times its m's probability: after a head's first steps, hardly ever.
+constexpr float kMaxLagLog2 = 8.0f;
+
 template <int kD, int kTiles, int kKeys>
 constexpr int forward_shared_bytes() {
   return (kBlockRows * kTiles + 2 * 2 * kKeys) * kD * 2;  // Q, then two stages of K and V
+}
+
+// How many of a query block's first steps need no masking: a step's tile only starts to need
+// it as its keys advance (keys past the end, the causal diagonal), unless there is an
+// attn_mask, or a scale <= 0 (the clean steps take the scale into the exponent, which a
+// nonpositive one would not allow): then none. Rows past the queries' end do not count: their
+// scores are computed from zeros and their outputs never stored, so that a row's steps, and
+// its bits, are the same in both tile shapes.
+__device__ int clean_forward_steps(const Params& p, int i0, int kKeys, int steps) {
+  if (p.mask_kind != MaskKind::None || !(p.scale_log2 > 0.0f)) return 0;
+  // Step n is clean while its last key, n kKeys + kKeys - 1, is below k_len and, under
+  // is_causal, at most the block's first row i0.
+  const int last_key = p.is_causal ? min(p.k_len - 1, i0) : p.k_len - 1;
+  return min(steps, (last_key + 1) / kKeys);
 }
 
 template <typename T, int kD, int kTiles = ForwardShape<kD>::kTiles, int kKeys = ForwardShape<kD>::kKeys>
@@ -499,17 +530,24 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
   for (int t = 0; t < kTiles; ++t)
     for (int half = 0; half < 2; ++half) m[t][half] = -INFINITY, l[t][half] = 0.0f;
   float o[kTiles][kD / 8][4] = {};
-  for (int step = 0; step < steps; ++step) {
+  // One step: the keys j0 .. j0 + kKeys - 1. kMasking: whether the step's tile may need
+  // masked_score (tile_needs_masking); without it the scores stay dot products and the scale
+  // goes into each exponential's multiply-add.
+  auto step_body = [&](int step, auto masking) {
+    constexpr bool kMasking = decltype(masking)::value;
     if (step + 1 < steps) block.template load_keys<kD>(p, stage(step + 1), step + 1);
     mma::commit_copies();
     mma::wait_copies<1>();  // this step's keys (and at step 0 the queries) have landed
     __syncthreads();
-    if constexpr (kQInRegisters)
-      if (step == 0)
+    if constexpr (kQInRegisters) {
+      if (step == 0) {
 #pragma unroll
         for (int t = 0; t < kTiles; ++t)
 #pragma unroll
-          for (int k0 = 0; k0 < kD; k0 += 16) mma::load_a<kD>(q_tile, warp_row0 + t * kWarpRows, k0, q_fragments[t][k0 / 16]);
+          for (int k0 = 0; k0 < kD; k0 += 16)
+            mma::load_a<kD>(q_tile, warp_row0 + t * kWarpRows, k0, q_fragments[t][k0 / 16]);
+      }
+    }
     const uint16_t* keys = stage(step);
     const uint16_t* values = keys + kKeys * kD;
     const int j0 = step * kKeys;
@@ -537,46 +575,58 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
         }
       }
     }
-    const bool masking = tile_needs_masking(p, i0, kRows, j0, kKeys);
+    // Masking steps turn the dot products into log2-domain scores (to_scores); clean ones keep
+    // them, and the scale moves into each exponential's multiply-add (and the max: the factor is
+    // positive there).
+    const float factor = kMasking ? 1.0f : p.scale_log2;
+
 #pragma unroll
     for (int t = 0; t < kTiles; ++t) {
-      const int row0 = i0 + warp_row0 + t * kWarpRows;
-      to_scores<T, false, kKeys>(p, masking, b, h, row0, j0, s[t]);
-
+      if constexpr (kMasking)
+        to_scores<T, false, kKeys>(p, tile_needs_masking(p, i0, kRows, j0, kKeys), b, h, i0 + warp_row0 + t * kWarpRows,
+                                   j0, s[t]);
       // The online softmax, for the lane's two rows (elements 0, 1 and 2, 3 of each n-block).
+      // The running max m moves only when the tile's max passes it by more than kMaxLagLog2,
+      // so most steps rescale nothing: the warp multiplies O and the sums by the correction
+      // only when the m of one of its rows moved.
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         float tile_max = -INFINITY;
 #pragma unroll
         for (int nb = 0; nb < kKeys / 8; ++nb)
           tile_max = fmaxf(tile_max, fmaxf(s[t][nb][2 * half], s[t][nb][2 * half + 1]));
-        const float m_new = fmaxf(m[t][half], quad_max(tile_max));
-        // While every key so far is masked out, m is -inf; exponents are then taken against 0,
-        // so that exp2(-inf - m) is 0 and not NaN.
-        const float m_ref = m_new == -INFINITY ? 0.0f : m_new;
-        const float correction = exp2_approx(m[t][half] - m_ref);
-        m[t][half] = m_new;
-        l[t][half] *= correction;
+        tile_max = quad_max(tile_max) * factor;
+        const float m_before = m[t][half];
+        const bool moves = tile_max > m_before + kMaxLagLog2;  // m = -inf: any finite max moves it
+        if (moves) m[t][half] = tile_max;
+        const float m_ref = finite_or_zero(m[t][half]);
+        if (__any_sync(0xffffffffu, moves)) {
+          const float correction = exp2_approx(m_before - m_ref);  // 1 where m stayed, 0 where it was -inf
+          l[t][half] *= correction;
 #pragma unroll
-        for (int nd = 0; nd < kD / 8; ++nd) {
-          o[t][nd][2 * half] *= correction;
-          o[t][nd][2 * half + 1] *= correction;
+          for (int nd = 0; nd < kD / 8; ++nd) {
+            o[t][nd][2 * half] *= correction;
+            o[t][nd][2 * half + 1] *= correction;
+          }
         }
 #pragma unroll
         for (int nb = 0; nb < kKeys / 8; ++nb)
 #pragma unroll
           for (int e = 2 * half; e < 2 * half + 2; ++e) {
-            s[t][nb][e] = exp2_approx(s[t][nb][e] - m_ref);
+            s[t][nb][e] = exp2_approx(fmaf(s[t][nb][e], factor, -m_ref));
             l[t][half] += s[t][nb][e];  // the denominator sums every probability, dropped or not
           }
       }
       if (p.drop) {
+        // Dropped probabilities are zeroed here; the kept ones' 1 / (1 - p) is applied to O at
+        // the end (a factor here could take P past float16's range).
         uint32_t kept[kKeys / 8];
-        keep_bits_query_rows<kKeys>(p, b, h, row0, j0, kept);
+        keep_bits_query_rows<kKeys>(p, b, h, i0 + warp_row0 + t * kWarpRows, j0, kept);
 #pragma unroll
         for (int nb = 0; nb < kKeys / 8; ++nb)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s[t][nb][e] *= p.keep_factor(kept[nb], e);
+          for (int e = 0; e < 4; ++e)
+            if (((kept[nb] >> e) & 1u) == 0) s[t][nb][e] = 0.0f;
       }
     }
 
@@ -598,7 +648,13 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
       }
     }
     __syncthreads();  // every warp is done with this stage before step + 2 loads into it
-  }
+  };
+  // The clean steps first, then those whose tiles may need masking (clean_forward_steps). Two
+  // loops, so that the clean steps' code holds nothing of masked_score's (registers, branches).
+  const int clean_steps = clean_forward_steps(p, i0, kKeys, steps);
+  int step = 0;
+  for (; step < clean_steps; ++step) step_body(step, std::false_type{});
+  for (; step < steps; ++step) step_body(step, std::true_type{});
   mma::wait_copies<0>();  // with no step (no keys), the queries' copies are still in flight
 
 #pragma unroll
@@ -608,7 +664,8 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
       const int i = i0 + warp_row0 + t * kWarpRows + c_row(2 * half);
       const float sum = quad_sum(l[t][half]);
       if (i >= p.q_len) continue;
-      store_row<T, kD>(o[t], half, sum > 0.0f ? 1.0f / sum : 0.0f, p.out + p.query_row(bh, i) * kD);
+      const float kept_scale = p.drop ? p.keep_scale : 1.0f;
+      store_row<T, kD>(o[t], half, sum > 0.0f ? kept_scale / sum : 0.0f, p.out + p.query_row(bh, i) * kD);
       if (threadIdx.x % 4 == 0)
         p.log_sum_exp[p.query_row(bh, i)] = sum > 0.0f ? (m[t][half] + log2f(sum)) * kLn2 : INFINITY;
     }

@@ -44,6 +44,7 @@ struct Case {
   bool is_causal;
   MaskKind mask;
   double p;
+  double rise = 0.0;  // each key's score this much above the previous key's (rising_scores)
 };
 
 constexpr auto kNoMask = MaskKind::None, kPadding = MaskKind::Padding, kAdditive = MaskKind::Additive;
@@ -62,12 +63,28 @@ const Case kCases[] = {
     {1, 2, 1, 50, 200, 128, false, kNoMask, 0.5},  // ... at head dim 128, grouped-query heads
     {1, 2, 2, 64, 64, 32, false, kNoMask, 0.0},    // head dim 32
     {1, 2, 2, 40, 50, 96, true, kNoMask, 0.0},     // head dim 96
+    // Scores rising along the keys, so that the forward's running max moves at later steps
+    // (every other step of 64 keys at 0.075, every step at 0.2) and trails the true max between
+    {1, 2, 2, 64, 520, 64, false, kNoMask, 0.0, 0.075},
+    {1, 2, 2, 200, 200, 128, true, kNoMask, 0.0, 0.2},
 };
 
 std::string describe(const Case& c) {
   const char* mask = c.mask == kNoMask ? "none" : c.mask == kPadding ? "padding" : "additive";
-  return fmt::format("B {} Hq {} Hk {} Sq {} Sk {} D {} causal {} mask {} p {}", c.batch, c.q_heads, c.kv_heads,
-                     c.q_len, c.k_len, c.head_dim, c.is_causal, mask, c.p);
+  return fmt::format("B {} Hq {} Hk {} Sq {} Sk {} D {} causal {} mask {} p {} rise {}", c.batch, c.q_heads,
+                     c.kv_heads, c.q_len, c.k_len, c.head_dim, c.is_causal, mask, c.p, c.rise);
+}
+
+// q and k changed so that the scaled score of key j gains rise * j: every column of q plus 1,
+// of key j plus rise * j / sqrt(D) (spread over the columns, so that no element grows large).
+void rising_scores(Tensor& q, Tensor& k, double rise) {
+  const int64_t k_len = k.size(2), dim = k.size(3);
+  const double per_key = rise / std::sqrt(static_cast<double>(dim));
+  std::vector<double> ramp(static_cast<size_t>(k_len));
+  for (int64_t j = 0; j < k_len; ++j) ramp[static_cast<size_t>(j)] = per_key * static_cast<double>(j);
+  const TensorOptions like = TensorOptions(q.dtype()).device(q.device());
+  q = q.add(ones({dim}, like));
+  k = k.add(from_vector(ramp, {k_len, 1}).to(q.dtype()).to(q.device()));
 }
 
 // A [1, Hq, Sq, Sk] additive mask, float64 on the CPU: multiples of 1/4 in [-2, 2] (exact in
@@ -125,9 +142,10 @@ struct CaseInputs {
 };
 
 CaseInputs case_inputs(const Case& c) {
-  return {{randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64),
-           randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64),
-           randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64)},
+  Tensor q = randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64);
+  Tensor k = randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64);
+  if (c.rise != 0.0) rising_scores(q, k, c.rise);
+  return {{q, k, randn({c.batch, c.kv_heads, c.k_len, c.head_dim}, kFloat64)},
           randn({c.batch, c.q_heads, c.q_len, c.head_dim}, kFloat64)};
 }
 
@@ -281,24 +299,32 @@ TEST_CASE("scaled_dot_product_attention: the flash forward's two tile shapes giv
   // A non-causal forward whose grid of 128-row blocks fills the GPU several times over takes the
   // wide tile shape (two mma tiles of queries a warp); its first heads alone, a grid of a few
   // blocks, take the narrow one (one tile a warp). The keys are visited in the same steps of 64
-  // either way, so each row's arithmetic is the same: the same bits, with a padding mask and
-  // dropout (batch 1: a score's dropout index does not depend on the head count).
+  // either way, clean and masking steps alike, so each row's arithmetic is the same: the same
+  // bits, with a padding mask and dropout (batch 1: a score's dropout index does not depend on
+  // the head count), and without them, on scores rising along the keys (the running max moves).
   for (const int64_t dim : {int64_t{64}, int64_t{128}}) {
-    CAPTURE(dim);
-    // 1280 blocks of 128 rows (the second of a head 72 rows long), above 4 waves of 2 blocks an SM
-    // on GPUs of up to 160 SMs; the first 4 heads alone make 8, too few for the wide shape.
-    const int64_t heads = 640, len = 200, few = 4;
-    const TensorOptions options = TensorOptions(kBFloat16).device(kGpu);
-    const Tensor q = randn({1, heads, len, dim}, options), k = randn({1, heads, len, dim}, options),
-                 v = randn({1, heads, len, dim}, options);
-    const Tensor mask = lt(arange(len).reshape({1, 1, 1, len}), len - 37).to(kGpu);
-    poison_gpu_cache(1 << 26);
-    Generator all_generator(3), few_generator(3);
-    const Tensor all = scaled_dot_product_attention(q, k, v, mask, 0.1, false, std::nullopt, false, &all_generator);
-    const Tensor first = scaled_dot_product_attention(q.narrow(1, 0, few), k.narrow(1, 0, few), v.narrow(1, 0, few),
-                                                      mask, 0.1, false, std::nullopt, false, &few_generator);
-    CHECK(!isnan(all).any().item<bool>());
-    CHECK(equal(all.narrow(1, 0, few), first));
+    for (const bool masked : {true, false}) {
+      CAPTURE(dim);
+      CAPTURE(masked);
+      // 1280 blocks of 128 rows (the second of a head 72 rows long), above 4 waves of 2 blocks an
+      // SM on GPUs of up to 160 SMs; the first 4 heads alone make 8, too few for the wide shape.
+      const int64_t heads = 640, len = 200, few = 4;
+      const TensorOptions options = TensorOptions(kBFloat16).device(kGpu);
+      Tensor q = randn({1, heads, len, dim}, options), k = randn({1, heads, len, dim}, options);
+      const Tensor v = randn({1, heads, len, dim}, options);
+      if (!masked) rising_scores(q, k, 0.1);
+      std::optional<Tensor> mask;
+      if (masked) mask = lt(arange(len).reshape({1, 1, 1, len}), len - 37).to(kGpu);
+      const double p = masked ? 0.1 : 0.0;
+      poison_gpu_cache(1 << 26);
+      Generator all_generator(3), few_generator(3);
+      const Tensor all = scaled_dot_product_attention(q, k, v, mask, p, false, std::nullopt, false, &all_generator);
+      const Tensor first = scaled_dot_product_attention(q.narrow(1, 0, few), k.narrow(1, 0, few),
+                                                        v.narrow(1, 0, few), mask, p, false, std::nullopt, false,
+                                                        &few_generator);
+      CHECK(!isnan(all).any().item<bool>());
+      CHECK(equal(all.narrow(1, 0, few), first));
+    }
   }
 }
 

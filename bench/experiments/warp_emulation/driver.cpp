@@ -121,6 +121,8 @@ struct Case {
   bool strided = false;    // q, k, v as transposed views of [B, S, H, D]
   double q_scale = 1.0;    // q times this: large logits exercise the online softmax's rescaling
   bool unaligned = false;  // rows not 16-byte aligned: the host code's chunk_aligned copies
+  double rise = 0.0;       // each key's score this much (natural units) above the key before it's:
+                           // the forward's running max moves at later steps and trails in between
 };
 
 const std::vector<Case> kCases = {
@@ -151,6 +153,12 @@ const std::vector<Case> kCases = {
     // forward's wide tile shape (WideForwardShape), with a last block of 1 row and of 72
     {"wide_gqa_padding_dropout",       2, 4, 2,  129, 150,  64, false, Mask::PaddingBool,     0.2},
     {"wide_bool2d_d128",               2, 4, 1,  200, 131, 128, false, Mask::Bool2d,          0.1},
+    // Scores that rise along the keys: 4.8 (natural units) a step of 64 keys moves a row's
+    // running max every other step (it may trail by 2^8), 12.8 every step; the causal case
+    // runs clean steps, then masking ones
+    {"rising_scores_long",             1, 1, 1,   64, 520,  64, false, Mask::None, 0.0, false, 1.0, false, 0.075},
+    {"rising_scores_causal_d128",      1, 2, 2,  200, 200, 128, true,  Mask::None, 0.0, false, 1.0, false, 0.2},
+    {"wide_rising_scores_dropout",     2, 4, 2,  129, 300,  64, false, Mask::None, 0.1, false, 1.0, false, 0.05},
 };
 
 int failures = 0;
@@ -212,7 +220,18 @@ void run_case(const Case& cs, DType dtype) {
   };
   Tensor q = make(cs.Hq, cs.Sq);
   if (cs.q_scale != 1.0) q = q.mul(cs.q_scale).to(dtype);
-  const Tensor k = make(cs.Hk, cs.Sk), v = make(cs.Hk, cs.Sk);
+  Tensor k = make(cs.Hk, cs.Sk);
+  const Tensor v = make(cs.Hk, cs.Sk);
+  if (cs.rise != 0.0) {
+    // Every column: q's plus 1, key j's plus rise j / sqrt(D), so that the scaled score of key
+    // j gains rise j (spread over the columns, no element of K grows large).
+    std::vector<float> q_add(static_cast<size_t>(cs.D), 1.0f), k_add(static_cast<size_t>(cs.Sk) * cs.D);
+    const double per_key = cs.rise / std::sqrt(static_cast<double>(cs.D));
+    for (int j = 0; j < cs.Sk; ++j)
+      for (int c = 0; c < cs.D; ++c) k_add[static_cast<size_t>(j) * cs.D + c] = static_cast<float>(per_key * j);
+    q = q.add(from_vector(q_add, {1, 1, 1, cs.D}).to(dtype)).to(dtype);
+    k = k.add(from_vector(k_add, {1, 1, cs.Sk, cs.D}).to(dtype)).to(dtype);
+  }
   const Tensor grad_out = randn({cs.B, cs.Hq, cs.Sq, cs.D}).to(dtype);
 
   cuda::AttentionSpec spec;

@@ -9,7 +9,7 @@
 //     cooperatively on one OS thread: a fiber runs until it reaches a barrier, then yields.
 //     Blocks run one after the other.
 //   - __syncthreads() is a barrier of the block's threads; the warp collectives (ldmatrix,
-//     mma.sync, __shfl_xor_sync, __shfl_sync) are barriers of the warp's 32 lanes that
+//     mma.sync, __shfl_xor_sync, __shfl_sync, __any_sync) are barriers of the warp's 32 lanes that
 //     exchange the lanes' operands, as the hardware does, through a per-warp table.
 //   - ldmatrix.m8n8 (x1, x2, x4, with or without .trans), mma.sync.m16n8k16 (f16 and bf16
 //     inputs, f32 accumulators) and cp.async (+ commit_group, wait_group) follow the fragment
@@ -393,12 +393,13 @@ inline void cp_async_wait_group(int pending) {
 
 // ---- warp collectives ----
 
-enum class Collective : int { Ldmatrix, Mma, Shuffle, ShuffleIndexed, Syncwarp };
+enum class Collective : int { Ldmatrix, Mma, Shuffle, ShuffleIndexed, Vote, Syncwarp };
 inline const char* collective_name(Collective c) {
   return c == Collective::Ldmatrix         ? "ldmatrix"
          : c == Collective::Mma            ? "mma.sync"
          : c == Collective::Shuffle        ? "__shfl_xor_sync"
          : c == Collective::ShuffleIndexed ? "__shfl_sync"
+         : c == Collective::Vote           ? "__any_sync"
                                            : "__syncwarp";
 }
 
@@ -535,6 +536,17 @@ inline T shfl_xor_sync(unsigned mask, T v, int lane_mask) {
 template <typename T>
 inline T shfl_sync(unsigned mask, T v, int src_lane) {
   return shuffle(Collective::ShuffleIndexed, mask, v, src_lane);
+}
+
+// __any_sync(mask, predicate) for a full warp: whether any lane's predicate is true.
+inline bool any_sync(unsigned mask, bool predicate) {
+  WarpTable& table = begin_collective(Collective::Vote, static_cast<int>(mask));
+  if (mask != 0xffffffffu) EMU_ERR("__any_sync with mask %#x: only full warps are emulated", mask);
+  table.value[lane()] = predicate ? 1.0f : 0.0f;
+  exchange(table);
+  for (int i = 0; i < kWarpSize; ++i)
+    if (table.value[i] != 0.0f) return true;
+  return false;
 }
 
 // __syncwarp() for a full warp: the lanes wait for each other (the fibers run one at a time, so
@@ -675,6 +687,7 @@ void launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t dynamic_shared_b
 #define __syncthreads() ::emu::syncthreads()
 #define __shfl_xor_sync(mask, v, lane_mask) ::emu::shfl_xor_sync((mask), (v), (lane_mask))
 #define __shfl_sync(mask, v, src_lane) ::emu::shfl_sync((mask), (v), (src_lane))
+#define __any_sync(mask, predicate) ::emu::any_sync((mask), (predicate))
 #define __syncwarp(...) ::emu::syncwarp(__VA_ARGS__)
 // The device intrinsics the row kernels (cuda/block_reduce.cuh, cuda/convert.cuh) call.
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
