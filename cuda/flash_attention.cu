@@ -762,6 +762,26 @@ struct KeyBlock {
       mma::copy_word_async(lse + threadIdx.x, (threadIdx.x < kQueries ? p.log_sum_exp : p.delta) + row, i < p.q_len);
     }
   }
+  // The block's K and V into k_tile and v_tile, and the first step's queries into `stage`, by
+  // cp.async, committed as one group.
+  template <int kD, int kBlockThreads>
+  __device__ void load_keys_and_first_queries(const Params& p, uint16_t* k_tile, uint16_t* v_tile,
+                                              Stage<kD> stage) const {
+    load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
+    load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
+    if (steps > 0) load_queries<kD, kBlockThreads>(p, stage, first());
+    mma::commit_copies();
+  }
+  // The head of step `step` (of tile `tile`) in the double-buffered pipeline: the next step's
+  // copies issued into `next_stage`, then this step's waited for, and a barrier, after which
+  // every thread's copies are visible to all.
+  template <int kD, int kBlockThreads>
+  __device__ void begin_step(const Params& p, int step, Tile tile, Stage<kD> next_stage) const {
+    if (step + 1 < steps) load_queries<kD, kBlockThreads>(p, next_stage, next(tile));
+    mma::commit_copies();
+    mma::wait_copies<1>();
+    __syncthreads();
+  }
 };
 
 // With keys as rows: a warp's 16 keys key0 .. and 32 queries query0 .. of query head h, S^T's dot
@@ -820,21 +840,15 @@ __global__ void __launch_bounds__(kKeyWarps * 32, (kGradKvMinBlocks<kD, kKeyWarp
   auto stage = [&](int step) { return Stage{shared + 2 * kKeys * kD + step % 2 * Stage::kElements}; };
 
   const Block block(p);
-  const int b = block.b, kh = block.kh, j0 = block.j0, steps = block.steps;
+  const int b = block.b, j0 = block.j0, steps = block.steps;
   const int warp_row0 = threadIdx.x / 32 * kWarpRows;
 
-  load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
-  load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
-  auto tile = block.first();
-  if (steps > 0) block.template load_queries<kD, kBlockThreads>(p, stage(0), tile);
-  mma::commit_copies();
+  block.template load_keys_and_first_queries<kD, kBlockThreads>(p, k_tile, v_tile, stage(0));
 
   float dk[kD / 8][4] = {}, dv[kD / 8][4] = {};
+  auto tile = block.first();
   for (int step = 0; step < steps; ++step, tile = block.next(tile)) {
-    if (step + 1 < steps) block.template load_queries<kD, kBlockThreads>(p, stage(step + 1), block.next(tile));
-    mma::commit_copies();
-    mma::wait_copies<1>();
-    __syncthreads();
+    block.template begin_step<kD, kBlockThreads>(p, step, tile, stage(step + 1));
     const int h = tile.h, q0 = tile.q0;
     const Stage staged = stage(step);
     const uint16_t *queries = staged.queries, *grads = staged.grads();
@@ -1028,7 +1042,7 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
   uint16_t* const ds_tile = p_tile + kKeys * kQueries;                   // dS^T, likewise
 
   const Block block(p);
-  const int b = block.b, kh = block.kh, j0 = block.j0, steps = block.steps;
+  const int b = block.b, j0 = block.j0, steps = block.steps;
   const int warp = threadIdx.x / 32;
   const int key_row0 = warp % 4 * kPart;    // scores, dK and dV: the warp's keys in the block
   const int query_col0 = warp / 4 * kPart;  // scores: the warp's queries in the step
@@ -1036,18 +1050,12 @@ __global__ void __launch_bounds__(OnePassShape<kD>::kWarps * 32, 1) attention_gr
   const int dq_row0 = warp % 2 * kPart;     // dQ: the warp's queries in the step
   const int dq_col0 = warp / 2 * (kD / 4);       // dQ: the warp's columns
 
-  load_rows_async<kD, kKeys, kBlockThreads>(k_tile, p.k.head(b, kh), p.k.row_stride, j0, p.k_len);
-  load_rows_async<kD, kKeys, kBlockThreads>(v_tile, p.v.head(b, kh), p.v.row_stride, j0, p.k_len);
-  auto tile = block.first();
-  if (steps > 0) block.template load_queries<kD, kBlockThreads>(p, stage(0), tile);
-  mma::commit_copies();
+  block.template load_keys_and_first_queries<kD, kBlockThreads>(p, k_tile, v_tile, stage(0));
 
   float dk[kTiles][kD / 2 / 8][4] = {}, dv[kTiles][kD / 2 / 8][4] = {};
+  auto tile = block.first();
   for (int step = 0; step < steps; ++step, tile = block.next(tile)) {
-    if (step + 1 < steps) block.template load_queries<kD, kBlockThreads>(p, stage(step + 1), block.next(tile));
-    mma::commit_copies();
-    mma::wait_copies<1>();
-    __syncthreads();
+    block.template begin_step<kD, kBlockThreads>(p, step, tile, stage(step + 1));
     const int h = tile.h, q0 = tile.q0;
     const Stage staged = stage(step);
     const uint16_t *queries = staged.queries, *grads = staged.grads();
