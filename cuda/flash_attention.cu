@@ -356,42 +356,58 @@ __device__ void load_rows_async(uint16_t* tile, const uint16_t* head, int64_t ro
 
 // ---- the warp's products ----
 
+// c += A B over kK, for a warp's kTiles mma tiles of rows and kN columns: load_a(t, k0, a)
+// gives tile t's A fragment at k0, load_b(k0, n0, b0, b1) the B fragments of columns n0 ..
+// n0 + 15. Each B fragment feeds kTiles products.
+template <typename T, int kTiles, int kN, int kK, typename LoadA, typename LoadB>
+__device__ void warp_product(LoadA&& load_a, LoadB&& load_b, float (&c)[kTiles][kN / 8][4]) {
+#pragma unroll
+  for (int k0 = 0; k0 < kK; k0 += 16) {
+    mma::FragA a[kTiles];
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t) load_a(t, k0, a[t]);
+#pragma unroll
+    for (int n0 = 0; n0 < kN; n0 += 16) {
+      mma::FragB b0, b1;
+      load_b(k0, n0, b0, b1);
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        mma::mma_16x8x16<T>(c[t][n0 / 8], a[t], b0);
+        mma::mma_16x8x16<T>(c[t][n0 / 8 + 1], a[t], b1);
+      }
+    }
+  }
+}
+
+// A warp's C fragments of one tile, as warp_product's array of tiles (kTiles = 1): the same
+// floats, for the products of grad_kv and grad_q, whose warps own one tile of rows.
+template <int kBlocks>
+using OneTile = float[1][kBlocks][4];
+template <int kBlocks>
+__device__ OneTile<kBlocks>& as_one_tile(float (&c)[kBlocks][4]) {
+  return reinterpret_cast<OneTile<kBlocks>&>(c);
+}
+
 // c = A B^T for the warp's 16 rows a_row0.. of tile a and all kN rows of tile b, both kD
 // columns wide: C [16 x kN] (S = Q K^T, dP = dO V^T, and transposed in grad_kv).
 template <typename T, int kD, int kN>
 __device__ void rows_times_rows(const uint16_t* a, int a_row0, const uint16_t* b, float (&c)[kN / 8][4]) {
   for (auto& block : c)
     for (float& x : block) x = 0.0f;
-#pragma unroll
-  for (int k0 = 0; k0 < kD; k0 += 16) {
-    mma::FragA fa;
-    mma::load_a<kD>(a, a_row0, k0, fa);
-#pragma unroll
-    for (int n0 = 0; n0 < kN; n0 += 16) {
-      mma::FragB b0, b1;
-      mma::load_b_from_rows<kD>(b, n0, k0, b0, b1);
-      mma::mma_16x8x16<T>(c[n0 / 8], fa, b0);
-      mma::mma_16x8x16<T>(c[n0 / 8 + 1], fa, b1);
-    }
-  }
+  warp_product<T, 1, kN, kD>(
+      [&](int, int k0, mma::FragA& fa) { mma::load_a<kD>(a, a_row0, k0, fa); },
+      [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) { mma::load_b_from_rows<kD>(b, n0, k0, b0, b1); },
+      as_one_tile(c));
 }
 
 // c += A B with A the warp's C tile x [16 x kK] (rounded to T) and B the kK rows of tile b,
-// kD columns wide: C [16 x kD] (O += P V, dQ += dS K, dV += P^T dO, dK += dS^T Q).
+// kD columns wide: C [16 x kD] (dQ += dS K, dV += P^T dO, dK += dS^T Q).
 template <typename T, int kK, int kD>
 __device__ void tile_times_columns(const float (&x)[kK / 8][4], const uint16_t* b, float (&c)[kD / 8][4]) {
-#pragma unroll
-  for (int k0 = 0; k0 < kK; k0 += 16) {
-    mma::FragA fa;
-    mma::a_from_c<T>(x[k0 / 8], x[k0 / 8 + 1], fa);
-#pragma unroll
-    for (int n0 = 0; n0 < kD; n0 += 16) {
-      mma::FragB b0, b1;
-      mma::load_b_from_columns<kD>(b, k0, n0, b0, b1);
-      mma::mma_16x8x16<T>(c[n0 / 8], fa, b0);
-      mma::mma_16x8x16<T>(c[n0 / 8 + 1], fa, b1);
-    }
-  }
+  warp_product<T, 1, kD, kK>(
+      [&](int, int k0, mma::FragA& fa) { mma::a_from_c<T>(x[k0 / 8], x[k0 / 8 + 1], fa); },
+      [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) { mma::load_b_from_columns<kD>(b, k0, n0, b0, b1); },
+      as_one_tile(c));
 }
 
 // The lane's share of row c_row(2 * half) of the warp's C tile c, times factor, as T into
@@ -554,27 +570,14 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
 
     // S = Q K^T: each K fragment serves the warp's kTiles tiles.
     float s[kTiles][kKeys / 8][4] = {};
-#pragma unroll
-    for (int k0 = 0; k0 < kD; k0 += 16) {
-      mma::FragA a[kTiles];
-#pragma unroll
-      for (int t = 0; t < kTiles; ++t) {
-        if constexpr (kQInRegisters)
-          for (int r = 0; r < 4; ++r) a[t][r] = q_fragments[t][k0 / 16][r];
-        else
-          mma::load_a<kD>(q_tile, warp_row0 + t * kWarpRows, k0, a[t]);
-      }
-#pragma unroll
-      for (int n0 = 0; n0 < kKeys; n0 += 16) {
-        mma::FragB b0, b1;
-        mma::load_b_from_rows<kD>(keys, n0, k0, b0, b1);
-#pragma unroll
-        for (int t = 0; t < kTiles; ++t) {
-          mma::mma_16x8x16<T>(s[t][n0 / 8], a[t], b0);
-          mma::mma_16x8x16<T>(s[t][n0 / 8 + 1], a[t], b1);
-        }
-      }
-    }
+    warp_product<T, kTiles, kKeys, kD>(
+        [&](int t, int k0, mma::FragA& a) {
+          if constexpr (kQInRegisters)
+            for (int r = 0; r < 4; ++r) a[r] = q_fragments[t][k0 / 16][r];
+          else
+            mma::load_a<kD>(q_tile, warp_row0 + t * kWarpRows, k0, a);
+        },
+        [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) { mma::load_b_from_rows<kD>(keys, n0, k0, b0, b1); }, s);
     // Masking steps turn the dot products into log2-domain scores (to_scores); clean ones keep
     // them, and the scale moves into each exponential's multiply-add (and the max: the factor is
     // positive there).
@@ -631,22 +634,10 @@ __global__ void __launch_bounds__(kThreads) attention_forward_kernel(const Param
     }
 
     // O += P V: P straight from the C fragments; each V fragment serves the kTiles tiles.
-#pragma unroll
-    for (int k0 = 0; k0 < kKeys; k0 += 16) {
-      mma::FragA probabilities[kTiles];
-#pragma unroll
-      for (int t = 0; t < kTiles; ++t) mma::a_from_c<T>(s[t][k0 / 8], s[t][k0 / 8 + 1], probabilities[t]);
-#pragma unroll
-      for (int n0 = 0; n0 < kD; n0 += 16) {
-        mma::FragB b0, b1;
-        mma::load_b_from_columns<kD>(values, k0, n0, b0, b1);
-#pragma unroll
-        for (int t = 0; t < kTiles; ++t) {
-          mma::mma_16x8x16<T>(o[t][n0 / 8], probabilities[t], b0);
-          mma::mma_16x8x16<T>(o[t][n0 / 8 + 1], probabilities[t], b1);
-        }
-      }
-    }
+    warp_product<T, kTiles, kD, kKeys>(
+        [&](int t, int k0, mma::FragA& a) { mma::a_from_c<T>(s[t][k0 / 8], s[t][k0 / 8 + 1], a); },
+        [&](int k0, int n0, mma::FragB& b0, mma::FragB& b1) { mma::load_b_from_columns<kD>(values, k0, n0, b0, b1); },
+        o);
     __syncthreads();  // every warp is done with this stage before step + 2 loads into it
   };
   // The clean steps first, then those whose tiles may need masking (clean_forward_steps). Two
@@ -975,29 +966,6 @@ constexpr int one_pass_shared_bytes() {
   // K and V; two stages of Q, dO and the queries' L and D; P^T and dS^T.
   constexpr int kStageElements = KeyBlock<S::kKeys, S::kQueries>::template Stage<kD>::kElements;
   return (2 * S::kKeys * kD + 2 * kStageElements + 2 * S::kKeys * S::kQueries) * 2;
-}
-
-// c += A B over kK, for a warp's kTiles mma tiles of rows and kN columns: load_a(t, k0, a)
-// gives tile t's A fragment at k0, load_b(k0, n0, b0, b1) the B fragments of columns n0 ..
-// n0 + 15. Each B fragment feeds kTiles products.
-template <typename T, int kTiles, int kN, int kK, typename LoadA, typename LoadB>
-__device__ void warp_product(LoadA&& load_a, LoadB&& load_b, float (&c)[kTiles][kN / 8][4]) {
-#pragma unroll
-  for (int k0 = 0; k0 < kK; k0 += 16) {
-    mma::FragA a[kTiles];
-#pragma unroll
-    for (int t = 0; t < kTiles; ++t) load_a(t, k0, a[t]);
-#pragma unroll
-    for (int n0 = 0; n0 < kN; n0 += 16) {
-      mma::FragB b0, b1;
-      load_b(k0, n0, b0, b1);
-#pragma unroll
-      for (int t = 0; t < kTiles; ++t) {
-        mma::mma_16x8x16<T>(c[t][n0 / 8], a[t], b0);
-        mma::mma_16x8x16<T>(c[t][n0 / 8 + 1], a[t], b1);
-      }
-    }
-  }
 }
 
 // A warp's C tile c (16 rows from row0, kN columns from col0) as T into a swizzled tile of
